@@ -1,0 +1,130 @@
+"""Why each pending request waits, with the numbers, and its place in its pool's queue (§9).
+
+Each group is judged once per eligible pool; within a pool the condition others finishing
+cannot cure is shown (own limit before capacity). Across pools the request waits for the
+easiest of them, so the most curable pool reason is its code, while the message lists every
+pool: "pool h100 is short of 2 gpu (6 of 8 in use); pool bare-metal is short of 4 gpu (8 of 8
+in use)".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .groups import QueueGroup
+from .ledger import Ledger
+from .model import ALL_POOLS, Request
+from .plan import Waiting
+from .quantity import format_quantity
+from .reasons import SEVERITY, Reason
+
+DISABLED = "resource management is disabled: nothing is granted until it is enabled again"
+
+
+def explain_waiting(
+    order: Sequence[tuple[tuple, QueueGroup, Request]],
+    ledger: Ledger,
+    victims_of: Mapping[int, list[int]],
+    enabled: bool,
+) -> dict[int, Waiting]:
+    """Waiting (reason, message, position, queue pool) for every request in ``order``."""
+    judged: dict[int, tuple[Reason, str]] = {}
+    by_pool: dict[int, list[tuple[str, Reason, str]]] = {}
+    first_waiter: dict[str, tuple[int, Request, str]] = {}  # pool → the first request short of room there
+    if enabled:
+        for _, group, request in order:
+            if id(group) not in by_pool:
+                by_pool[id(group)] = _pool_reasons(group, ledger)
+            for pool, reason, _ in by_pool[id(group)]:
+                if reason in _ROOM and pool not in first_waiter:
+                    first_waiter[pool] = (group.priority, request, group.policy)
+    positions: dict[str, int] = {}
+    waiting = {}
+    for _, group, request in order:
+        queue = group.pools[0]
+        positions[queue] = positions.get(queue, 0) + 1
+        if not enabled:
+            reason, message = Reason.MANAGEMENT_DISABLED, DISABLED
+        elif request.id in ledger.holds:
+            victims = ", ".join(map(str, victims_of.get(request.id, ())))
+            pool = ledger.holds[request.id][0]
+            reason = Reason.WAITING_FOR_PREEMPTION
+            message = f"waiting for request(s) {victims} to leave pool {pool}; their capacity is held for it"
+        else:
+            if id(group) not in judged:
+                judged[id(group)] = _overall(_behind_higher_priority(group, by_pool[id(group)], first_waiter))
+            reason, message = judged[id(group)]
+        waiting[request.id] = Waiting(reason, message, positions[queue], queue)
+    return waiting
+
+
+_ROOM = (Reason.WAITING_FOR_CAPACITY, Reason.BLOCKED_BY_HIGHER_PRIORITY)
+
+
+def _pool_reasons(group: QueueGroup, ledger: Ledger) -> list[tuple[str, Reason, str]]:
+    """Per eligible pool: the condition others finishing cannot cure, first."""
+    found = []
+    for pool, terms in zip(group.pools, group.terms):
+        limit = ledger.over_limit(terms, group.resources)
+        reserved = ledger.over_reserved(terms, group.resources, group.preemptible)
+        short = ledger.room_short(terms, group.resources, group.holder)
+        # Both are the policy's own; the reservation goes first because it outlasts the limit:
+        # preemptible work finishing cures the limit, not the non-preemptible share.
+        if reserved is not None:
+            key, scope, usage, bound = reserved
+            found.append((pool, Reason.WAITING_FOR_RESERVATION,
+                          f"non-preemptible requests of policy {group.policy} use {_q(usage)} of its reservation "
+                          f"of {_q(bound)} {key} {_where(scope)}"))
+        elif limit is not None:
+            key, scope, usage, bound = limit
+            found.append((pool, Reason.WAITING_FOR_QUOTA,
+                          f"policy {group.policy} has {_q(usage)} of its limit of {_q(bound)} {key} in use {_where(scope)}"))
+        elif short:
+            found.append(_room_reason(pool, terms.keys, group, ledger, short))
+        else:  # it fits: only a pass that has not run yet leaves such a request pending
+            found.append((pool, Reason.WAITING_FOR_CAPACITY, f"pool {pool} has room; the next pass grants it"))
+    return found
+
+
+def _room_reason(pool: str, keys, group: QueueGroup, ledger: Ledger, short: dict[str, int]):
+    used = ledger.pool_used[pool]
+    parts, held_only = [], True
+    for key, lack in sorted(short.items()):
+        held = ledger.held_for_others(pool, key, group.holder)
+        in_use = used.get(key, 0)
+        held_note = f", {_q(held)} held for preemptors" if held else ""
+        parts.append(f"{_q(lack)} {key} ({_q(in_use)} of {_q(keys[key].capacity)} in use{held_note})")
+        held_only = held_only and lack <= held
+    if held_only:
+        holders = sorted(h for h, (p, _) in ledger.holds.items() if p == pool and h != group.holder)
+        return (pool, Reason.BLOCKED_BY_HIGHER_PRIORITY,
+                f"pool {pool} is short of {', '.join(parts)}: the capacity is held for request(s) "
+                f"{', '.join(map(str, holders))}, served first")
+    return (pool, Reason.WAITING_FOR_CAPACITY, f"pool {pool} is short of {', '.join(parts)}")
+
+
+def _behind_higher_priority(group: QueueGroup, reasons, first_waiter) -> list[tuple[str, Reason, str]]:
+    """A request short of room where a request of higher priority waits first is blocked by it."""
+    out = []
+    for pool, reason, message in reasons:
+        ahead = first_waiter.get(pool)
+        if reason == Reason.WAITING_FOR_CAPACITY and ahead is not None and ahead[0] > group.priority:
+            priority, request, policy = ahead
+            reason = Reason.BLOCKED_BY_HIGHER_PRIORITY
+            message += f"; request {request.id} of policy {policy} (priority {priority}) is served first"
+        out.append((pool, reason, message))
+    return out
+
+
+def _overall(reasons: list[tuple[str, Reason, str]]) -> tuple[Reason, str]:
+    """The most curable pool's code; every pool's sentence, in precedence order."""
+    code = max((reason for _, reason, _ in reasons), key=SEVERITY.__getitem__)
+    return code, "; ".join(message for _, _, message in reasons)
+
+
+def _q(milli: int) -> str:
+    return str(format_quantity(milli))
+
+
+def _where(scope: str) -> str:
+    return "across all pools" if scope == ALL_POOLS else f"on pool {scope}"

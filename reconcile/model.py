@@ -1,0 +1,167 @@
+"""The frozen values a pass reads: configuration, requests and the snapshot (spec §1, §2).
+
+Everything here is immutable; a pass never changes its input.
+
+>>> from datetime import datetime, timezone
+>>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+>>> config = Config(
+...     pools=(Pool("dc", Vector.of(gpu=8)),),
+...     profiles=(Profile("job", Vector.of(gpu=1), dynamic=True, pools=("dc",), policies=("ml",)),),
+...     policies=(Policy("ml", priority=10, quotas=(Quota("dc", "gpu", reserved=4000, limit=8000),)),),
+... )
+>>> config.queue_exists("ml", "job"), config.queue_exists("ml", "other")
+(True, False)
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import cached_property
+
+from .quantity import Vector
+from .reasons import Reason
+
+ALL_POOLS = "*"  # the scope of a quota row that counts usage over every pool
+
+
+class State(enum.StrEnum):
+    PENDING = "pending"
+    ALLOCATED = "allocated"
+    PREEMPTING = "preempting"
+    RELEASED = "released"
+    PREEMPTED = "preempted"
+    REJECTED = "rejected"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+    @property
+    def live(self) -> bool:
+        return self in (State.ALLOCATED, State.PREEMPTING)
+
+    @property
+    def terminal(self) -> bool:
+        return self not in (State.PENDING, State.ALLOCATED, State.PREEMPTING)
+
+
+@dataclass(frozen=True, slots=True)
+class Pool:
+    name: str
+    capacity: Vector
+    # Profiles served first on this pool; connected profiles not listed follow in name order.
+    execution_order: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """One row ``(scope, key, reserved, limit)``; either amount may be absent (milli-units)."""
+
+    scope: str
+    key: str
+    reserved: int | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    name: str
+    priority: int = 0
+    quotas: tuple[Quota, ...] = ()
+    group: str = ""
+    description: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    name: str
+    resources: Vector
+    dynamic: bool = False
+    pools: tuple[str, ...] = ()  # pool precedence: first = preferred (R-31)
+    policies: tuple[str, ...] = ()  # policy rank: first = served first (R-32.4)
+    connection_names: tuple[str, ...] = ()  # display names, parallel to ``pools``
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Config:
+    pools: tuple[Pool, ...] = ()
+    profiles: tuple[Profile, ...] = ()
+    policies: tuple[Policy, ...] = ()
+
+    @cached_property
+    def pool(self) -> dict[str, Pool]:
+        return {p.name: p for p in self.pools}
+
+    @cached_property
+    def profile(self) -> dict[str, Profile]:
+        return {p.name: p for p in self.profiles}
+
+    @cached_property
+    def policy(self) -> dict[str, Policy]:
+        return {p.name: p for p in self.policies}
+
+    def queue_exists(self, policy: str, profile: str) -> bool:
+        found = self.profile.get(profile)
+        return found is not None and policy in self.policy and policy in found.policies
+
+    @cached_property
+    def execution_index(self) -> dict[tuple[str, str], int]:
+        """(pool, profile) → place in the pool's execution order (R-32.3), 0 = served first."""
+        connected: dict[str, list[str]] = {p.name: [] for p in self.pools}
+        for profile in self.profiles:
+            for pool in profile.pools:
+                connected.setdefault(pool, []).append(profile.name)
+        index: dict[tuple[str, str], int] = {}
+        for pool_name, profiles in connected.items():
+            pool = self.pool.get(pool_name)
+            listed = [p for p in (pool.execution_order if pool else ()) if p in profiles]
+            rest = sorted(set(profiles) - set(listed))
+            for place, profile in enumerate(listed + rest):
+                index[(pool_name, profile)] = place
+        return index
+
+    @cached_property
+    def policy_rank(self) -> dict[tuple[str, str], int]:
+        """(profile, policy) → place in the profile's policy rank (R-32.4)."""
+        return {
+            (profile.name, policy): place
+            for profile in self.profiles
+            for place, policy in enumerate(profile.policies)
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    id: int
+    policy: str
+    profile: str
+    resources: Vector  # includes step_run: 1
+    submitted_at: datetime  # first submission; kept when re-queued (R-46)
+    state: State = State.PENDING
+    preemptible: bool = True
+    max_retries: int = 0
+    attempt: int = 1
+    pool: str | None = None  # set while live
+    allocated_at: datetime | None = None
+    lease_seconds: int = 300
+    lease_expires_at: datetime | None = None
+    preempted_by: int | None = None
+    preempted_at: datetime | None = None  # when it became preempting; the grace runs from here
+    reason: Reason | None = None  # of the last change of state
+
+    @property
+    def retries_left(self) -> bool:
+        return self.attempt <= self.max_retries
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything one pass may look at. ``now`` is an input: the engine has no clock."""
+
+    now: datetime
+    config: Config
+    requests: tuple[Request, ...] = ()
+    management_enabled: bool = True
+    eviction_grace: timedelta = field(default=timedelta(seconds=30))

@@ -1,0 +1,56 @@
+"""What one pass decides: data, not actions. The service applies it in one transaction.
+
+Every decision names the request, the state it moves to, a reason code and a sentence with the
+numbers; every request still pending has a ``Waiting`` with its reason and queue position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from .model import State
+from .reasons import Reason
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    request_id: int
+    state: State  # the state the request moves to
+    reason: Reason
+    message: str
+    from_state: State = State.PENDING  # the state the planner saw; apply only from there
+    pool: str | None = None  # grants: where; preemptions: the victim's pool
+    preempted_by: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """Why a pending request is not running (§9) and its 1-based place in its pool's queue."""
+
+    reason: Reason
+    message: str
+    position: int
+    pool: str  # the queue it is counted in: its most preferred eligible pool
+
+
+@dataclass(frozen=True)
+class Plan:
+    now: datetime
+    expiries: tuple[Decision, ...] = ()  # R-50
+    evictions: tuple[Decision, ...] = ()  # R-44 grace over, R-46
+    cancellations: tuple[Decision, ...] = ()  # R-56 QueueRemoved
+    rejections: tuple[Decision, ...] = ()  # R-15
+    grants: tuple[Decision, ...] = ()  # R-31, in the order they were made
+    preemptions: tuple[Decision, ...] = ()  # R-40…R-44
+    waiting: dict[int, Waiting] = field(default_factory=dict)
+
+    def decisions(self) -> Iterator[Decision]:
+        """Every change of state, in the order the pass made them."""
+        for group in (self.expiries, self.evictions, self.cancellations, self.rejections, self.grants, self.preemptions):
+            yield from group
+
+    @property
+    def empty(self) -> bool:
+        return next(self.decisions(), None) is None

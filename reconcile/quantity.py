@@ -1,0 +1,155 @@
+"""Exact quantities and resource vectors (spec §1).
+
+A quantity is a decimal ≥ 0 with at most three digits after the point and at most 10^12.
+Internally it is an ``int`` of milli-units, so arithmetic is exact:
+
+>>> parse_quantity("0.5") + parse_quantity(0.5)
+1000
+>>> 7 * parse_quantity(0.143)
+1001
+>>> v = Vector.parse({"gpu": 2, "mcpu": "0"})   # zero entries are dropped
+>>> dict(v), str(v + Vector.parse({"gpu": 0.5}))
+({'gpu': 2000}, 'gpu=2.5')
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+MILLI = 1000
+MAX_QUANTITY = 10**12 * MILLI
+KEY_PATTERN = re.compile(r"^[a-z][a-z0-9_.-]{0,63}$")
+_DECIMAL_STRING = re.compile(r"^-?[0-9]+(\.[0-9]+)?$")
+_MAX_STRING = 40  # longer than any valid quantity; refuses huge inputs before parsing them
+
+# Keys that a pool does not check unless it lists them in its capacity (§1).
+UNMETERED_BY_DEFAULT = frozenset({"mcpu", "memory_mb", "step_run"})
+
+
+class QuantityError(ValueError):
+    """A quantity or resource vector that spec §1 does not allow. The message says why."""
+
+
+def parse_quantity(value: Any) -> int:
+    """Parse a JSON number or decimal string into milli-units, refusing anything inexact."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
+        raise QuantityError(f"must be a number or a decimal string, not {type(value).__name__}")
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError("must be a finite number")
+        # repr gives the shortest string that round-trips, so 0.143 stays 0.143.
+        value = repr(value)
+    if isinstance(value, str):
+        if len(value) > _MAX_STRING or not _DECIMAL_STRING.match(value):
+            raise QuantityError("must be a decimal number such as 2 or 0.5")
+        value = Decimal(value)
+    decimal = Decimal(value)
+    if not decimal.is_finite():
+        raise QuantityError("must be a finite number")
+    if decimal < 0:
+        raise QuantityError("must not be negative")
+    if decimal > MAX_QUANTITY // MILLI:
+        raise QuantityError("must be at most 10^12")
+    try:
+        milli = decimal * MILLI
+        if milli != milli.to_integral_value():
+            raise QuantityError("must have at most 3 digits after the decimal point")
+    except InvalidOperation as error:  # pragma: no cover - guarded by the bounds above
+        raise QuantityError("is not a valid quantity") from error
+    return int(milli)
+
+
+def format_quantity(milli: int) -> int | Decimal:
+    """Milli-units → the number shown to people and written to JSON (2, not 2.000)."""
+    if milli % MILLI == 0:
+        return milli // MILLI
+    return (Decimal(milli) / MILLI).normalize()
+
+
+def check_key(key: Any) -> str:
+    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+        raise QuantityError("resource keys match ^[a-z][a-z0-9_.-]{0,63}$")
+    return key
+
+
+class Vector(Mapping[str, int]):
+    """An immutable resource vector: key → milli-units, zero entries dropped."""
+
+    __slots__ = ("_items", "_hash")
+
+    def __init__(self, milli: Mapping[str, int] | None = None) -> None:
+        self._items: dict[str, int] = {k: v for k, v in (milli or {}).items() if v}
+        self._hash: int | None = None
+
+    @classmethod
+    def parse(cls, quantities: Any) -> Vector:
+        """Parse ``{"gpu": 0.5}``. Errors name the key, as ``gpu: must not be negative``."""
+        if not isinstance(quantities, Mapping):
+            raise QuantityError("must be an object of resource key → quantity")
+        milli: dict[str, int] = {}
+        for key, value in quantities.items():
+            try:
+                milli[check_key(key)] = parse_quantity(value)
+            except QuantityError as error:
+                raise QuantityError(f"{str(key)[:70]}: {error}") from None
+        return cls(milli)
+
+    @classmethod
+    def of(cls, **quantities: Any) -> Vector:
+        return cls.parse(quantities)
+
+    def __getitem__(self, key: str) -> int:
+        return self._items[key]
+
+    def get(self, key: str, default: Any = 0) -> Any:  # type: ignore[override]
+        return self._items.get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def items(self):  # type: ignore[override]
+        return self._items.items()
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self._items.items()))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Vector):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._items == {k: v for k, v in other.items() if v}
+        return NotImplemented
+
+    def __add__(self, other: Mapping[str, int]) -> Vector:
+        total = dict(self._items)
+        for key, value in other.items():
+            total[key] = total.get(key, 0) + value
+        return Vector(total)
+
+    def __sub__(self, other: Mapping[str, int]) -> Vector:
+        total = dict(self._items)
+        for key, value in other.items():
+            total[key] = total.get(key, 0) - value
+        return Vector(total)
+
+    def fits_in(self, capacity: Mapping[str, int]) -> bool:
+        """True when every entry is at most the same key of ``capacity`` (absent = 0)."""
+        return all(value <= capacity.get(key, 0) for key, value in self._items.items())
+
+    def to_json(self) -> dict[str, int | Decimal]:
+        return {key: format_quantity(value) for key, value in sorted(self._items.items())}
+
+    def __repr__(self) -> str:
+        return f"Vector({self})"
+
+    def __str__(self) -> str:
+        return ", ".join(f"{k}={format_quantity(v)}" for k, v in sorted(self._items.items()))

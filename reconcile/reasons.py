@@ -1,0 +1,57 @@
+"""Every reason code a request can carry, in one enum (spec §9), and the order that picks one.
+
+A pending request shows the reason that others finishing cannot cure:
+
+>>> worst_first([Reason.WAITING_FOR_CAPACITY, Reason.WAITING_FOR_QUOTA])
+<Reason.WAITING_FOR_QUOTA: 'WaitingForQuota'>
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+
+
+class Reason(enum.StrEnum):
+    # Why a pending request waits (§9).
+    MANAGEMENT_DISABLED = "ManagementDisabled"
+    WAITING_FOR_QUOTA = "WaitingForQuota"
+    WAITING_FOR_RESERVATION = "WaitingForReservation"
+    WAITING_FOR_PREEMPTION = "WaitingForPreemption"
+    BLOCKED_BY_HIGHER_PRIORITY = "BlockedByHigherPriority"
+    WAITING_FOR_CAPACITY = "WaitingForCapacity"
+    # Why a request can never run (R-14).
+    NO_CONNECTED_POOL = "NoConnectedPool"
+    EXCEEDS_POOL_CAPACITY = "ExceedsPoolCapacity"
+    RESOURCE_NOT_IN_POOL = "ResourceNotInPool"
+    EXCEEDS_LIMIT = "ExceedsLimit"
+    EXCEEDS_RESERVED = "ExceedsReserved"
+    # Why a request stopped or moved.
+    PREEMPTED_BY_PRIORITY = "PreemptedByPriority"
+    RECLAIMED = "Reclaimed"
+    LEASE_EXPIRED = "LeaseExpired"
+    CANCELLED_BY_USER = "CancelledByUser"
+    QUEUE_REMOVED = "QueueRemoved"
+    RELEASED = "Released"
+    # Added by Poolweb (docs/decisions.md): a pending request that has not been judged by a
+    # pass yet, and an allocated request's reason.
+    SUBMITTED = "Submitted"
+    GRANTED = "Granted"
+
+
+# §9: the first of these that holds is shown, because the ones before cannot be cured by
+# other requests finishing. Of the policy's own two, the non-preemptible share goes first: it
+# outlasts the limit (docs/decisions.md).
+_SEVERITY = (
+    Reason.MANAGEMENT_DISABLED,
+    Reason.WAITING_FOR_RESERVATION,
+    Reason.WAITING_FOR_QUOTA,
+    Reason.WAITING_FOR_PREEMPTION,
+    Reason.BLOCKED_BY_HIGHER_PRIORITY,
+    Reason.WAITING_FOR_CAPACITY,
+)
+SEVERITY = {reason: place for place, reason in enumerate(_SEVERITY)}
+
+
+def worst_first(reasons: Iterable[Reason]) -> Reason:
+    return min(reasons, key=SEVERITY.__getitem__)

@@ -28,6 +28,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 from . import lifecycle
+from .borrowing import borrowed_units
 from .explain import explain_waiting
 from .groups import QueueGroup, group_requests
 from .ledger import Ledger
@@ -278,26 +279,8 @@ class _Pass:
         return [victim for _, victim in found]
 
     def _borrowed(self, policy: str) -> dict[int, dict[str, int]]:
-        """Borrowed units per live allocation of ``policy``: walking its allocations oldest
-        first, each consumes what is left of the reservation at every scope; the rest is borrowed."""
         if policy not in self.borrowed_cache:
-            consumed: defaultdict[tuple[str, str], int] = defaultdict(int)
-            borrowed: dict[int, dict[str, int]] = {}
-            mine = sorted((r for r in self.live if r.policy == policy), key=lambda r: (r.allocated_at, r.id))
-            for allocation in mine:
-                terms = self.terms(policy, allocation.pool) if allocation.pool in self.config.pool else None
-                units = {}
-                for key, amount in allocation.resources.items():
-                    key_terms = terms.keys.get(key) if terms else None
-                    if key_terms is None:
-                        continue
-                    most = 0
-                    for scope, reserved in key_terms.reserved:
-                        consumed[(scope, key)] += amount
-                        most = max(most, min(amount, consumed[(scope, key)] - reserved))
-                    units[key] = most
-                borrowed[allocation.id] = units
-            self.borrowed_cache[policy] = borrowed
+            self.borrowed_cache[policy] = borrowed_units(self.terms, policy, self.live)
         return self.borrowed_cache[policy]
 
     def _evict_for(self, preemptor: Request, group: QueueGroup, pool: str, victims: list[Request]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .groups import QueueGroup
+from .groups import QueueGroup, Run
 from .ledger import Ledger
 from .model import ALL_POOLS, Request
 from .plan import Waiting
@@ -22,52 +22,71 @@ DISABLED = "resource management is disabled: nothing is granted until it is enab
 
 
 def explain_waiting(
-    order: Sequence[tuple[tuple, QueueGroup, Request]],
-    ledger: Ledger,
-    victims_of: Mapping[int, list[int]],
-    enabled: bool,
+    runs: Sequence[Run], ledger: Ledger, victims_of: Mapping[int, list[int]], enabled: bool
 ) -> dict[int, Waiting]:
-    """Waiting (reason, message, position, queue pool) for every request in ``order``."""
-    judged: dict[int, tuple[Reason, str]] = {}
+    """Waiting (reason, message, position, queue pool) for every request of ``runs``, in order."""
     by_pool: dict[int, list[tuple[str, Reason, str]]] = {}
     first_waiter: dict[str, tuple[int, Request, str]] = {}  # pool → the first request short of room there
     if enabled:
-        for _, group, request in order:
+        for group, members in runs:
             if id(group) not in by_pool:
                 by_pool[id(group)] = _pool_reasons(group, ledger)
             for pool, reason, _ in by_pool[id(group)]:
                 if reason in _ROOM and pool not in first_waiter:
-                    first_waiter[pool] = (group.priority, request, group.policy)
+                    first_waiter[pool] = (group.priority, members[0], group.policy)
+    judged: dict[int, tuple[Reason, str]] = {}
     positions: dict[str, int] = {}
-    waiting = {}
-    for _, group, request in order:
+    waiting: dict[int, Waiting] = {}
+    for group, members in runs:
         queue = group.pools[0]
-        positions[queue] = positions.get(queue, 0) + 1
+        start = positions.get(queue, 0)
+        positions[queue] = start + len(members)
         if not enabled:
             reason, message = Reason.MANAGEMENT_DISABLED, DISABLED
-        elif request.id in ledger.holds:
-            victims = ", ".join(map(str, victims_of.get(request.id, ())))
-            pool = ledger.holds[request.id][0]
-            reason = Reason.WAITING_FOR_PREEMPTION
-            message = f"waiting for request(s) {victims} to leave pool {pool}; their capacity is held for it"
-        else:
-            if id(group) not in judged:
-                judged[id(group)] = _overall(_behind_higher_priority(group, by_pool[id(group)], first_waiter))
+        elif id(group) in judged:
             reason, message = judged[id(group)]
-        waiting[request.id] = Waiting(reason, message, positions[queue], queue)
+        else:
+            reason, message = judged[id(group)] = _overall(_behind_higher_priority(group, by_pool[id(group)], first_waiter))
+        if enabled and (group.holder is not None or group.preempted):
+            for place, request in enumerate(members, start + 1):
+                if request.id in ledger.holds:
+                    waiting[request.id] = Waiting(*_preemptor_reason(request.id, group, ledger, victims_of),
+                                                  place, queue)
+                else:
+                    waiting[request.id] = Waiting(reason, message, place, queue)
+        else:
+            waiting.update({request.id: Waiting(reason, message, place, queue)
+                            for place, request in enumerate(members, start + 1)})
     return waiting
 
 
 _ROOM = (Reason.WAITING_FOR_CAPACITY, Reason.BLOCKED_BY_HIGHER_PRIORITY)
 
 
-def _pool_reasons(group: QueueGroup, ledger: Ledger) -> list[tuple[str, Reason, str]]:
+def _preemptor_reason(request_id: int, group: QueueGroup, ledger: Ledger, victims_of) -> tuple[Reason, str]:
+    """A preemptor waits for its victims, unless its own policy stops it on that pool (§9)."""
+    pool = ledger.holds[request_id].pool
+    for where, reason, message in _pool_reasons(group, ledger, request_id):
+        if where == pool and reason in _OWN_POLICY:
+            return reason, message
+    victims = ", ".join(map(str, victims_of.get(request_id, ())))
+    if not victims:
+        return Reason.WAITING_FOR_PREEMPTION, f"capacity on pool {pool} is held for it; its victims have left"
+    return (Reason.WAITING_FOR_PREEMPTION,
+            f"waiting for request(s) {victims} to leave pool {pool}; their capacity is held for it")
+
+
+_OWN_POLICY = (Reason.WAITING_FOR_RESERVATION, Reason.WAITING_FOR_QUOTA)
+
+
+def _pool_reasons(group: QueueGroup, ledger: Ledger, request_id: int | None = None) -> list[tuple[str, Reason, str]]:
     """Per eligible pool: the condition others finishing cannot cure, first."""
     found = []
     for pool, terms in zip(group.pools, group.terms):
-        limit = ledger.over_limit(terms, group.resources)
-        reserved = ledger.over_reserved(terms, group.resources, group.preemptible)
-        short = ledger.room_short(terms, group.resources, group.holder)
+        seen_by = group.holder if request_id is None else request_id
+        limit = ledger.over_limit(terms, group.resources, seen_by)
+        reserved = ledger.over_reserved(terms, group.resources, group.preemptible, seen_by)
+        short = ledger.room_short(terms, group.resources, seen_by)
         # Both are the policy's own; the reservation goes first because it outlasts the limit:
         # preemptible work finishing cures the limit, not the non-preemptible share.
         if reserved is not None:
@@ -80,23 +99,23 @@ def _pool_reasons(group: QueueGroup, ledger: Ledger) -> list[tuple[str, Reason, 
             found.append((pool, Reason.WAITING_FOR_QUOTA,
                           f"policy {group.policy} has {_q(usage)} of its limit of {_q(bound)} {key} in use {_where(scope)}"))
         elif short:
-            found.append(_room_reason(pool, terms.keys, group, ledger, short))
+            found.append(_room_reason(pool, terms.keys, seen_by, ledger, short))
         else:  # it fits: only a pass that has not run yet leaves such a request pending
             found.append((pool, Reason.WAITING_FOR_CAPACITY, f"pool {pool} has room; the next pass grants it"))
     return found
 
 
-def _room_reason(pool: str, keys, group: QueueGroup, ledger: Ledger, short: dict[str, int]):
+def _room_reason(pool: str, keys, seen_by: int | None, ledger: Ledger, short: dict[str, int]):
     used = ledger.pool_used[pool]
     parts, held_only = [], True
     for key, lack in sorted(short.items()):
-        held = ledger.held_for_others(pool, key, group.holder)
+        held = ledger.held_for_others(pool, key, seen_by)
         in_use = used.get(key, 0)
         held_note = f", {_q(held)} held for preemptors" if held else ""
         parts.append(f"{_q(lack)} {key} ({_q(in_use)} of {_q(keys[key].capacity)} in use{held_note})")
         held_only = held_only and lack <= held
     if held_only:
-        holders = sorted(h for h, (p, _) in ledger.holds.items() if p == pool and h != group.holder)
+        holders = sorted(h for h, hold in ledger.holds.items() if hold.pool == pool and h != seen_by)
         return (pool, Reason.BLOCKED_BY_HIGHER_PRIORITY,
                 f"pool {pool} is short of {', '.join(parts)}: the capacity is held for request(s) "
                 f"{', '.join(map(str, holders))}, served first")

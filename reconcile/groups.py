@@ -8,17 +8,22 @@ members oldest first, so a queue of 10,000 identical jobs costs one fit check pe
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from itertools import groupby
+from operator import attrgetter, itemgetter
 
+from .ledger import Ledger
 from .model import Config, Request
+from .ordering import service_key
 from .quantity import Vector
 from .quota import PoolTerms, TermsCache
+
+by_submission = attrgetter("submitted_at", "id")  # R-32.5, the tail of the service key
 
 
 class QueueGroup:
     __slots__ = (
         "policy", "profile", "resources", "preemptible", "holder", "priority", "rank",
-        "members", "next", "pools", "terms", "execution", "cursor", "version", "watching",
+        "members", "next", "pools", "terms", "execution", "cursor", "version", "watching", "preempted",
     )
 
     def __init__(self, policy: str, profile: str, resources: Vector, preemptible: bool, holder: int | None) -> None:
@@ -32,7 +37,8 @@ class QueueGroup:
         self.execution: tuple[int, ...] = ()
         self.cursor = 0  # pools before it do not fit now, and cannot again in this pass
         self.version = 0  # bumped at each re-evaluation; older heap entries are stale
-        self.watching: tuple[str, str] | None = None
+        self.watching: tuple[tuple[str, str], ...] = ()
+        self.preempted = False  # some member found victims in this pass
 
     @property
     def waiting(self) -> list[Request]:
@@ -46,23 +52,36 @@ class QueueGroup:
         self.execution = tuple(config.execution_index[(pool, self.profile)] for pool in pools)
 
 
-def group_requests(
-    pending: Iterable[tuple[Request, tuple[str, ...]]], holders: set[int], config: Config, terms: TermsCache
-) -> list[QueueGroup]:
-    """Group (request, eligible pools) pairs; members sorted by first submission, then id."""
-    groups: dict[tuple, QueueGroup] = {}
-    for request, pools in pending:
-        holder = request.id if request.id in holders else None
-        signature = (request.policy, request.profile, request.resources, request.preemptible, holder)
-        group = groups.get(signature)
-        if group is None:
-            group = groups[signature] = QueueGroup(*signature)
-            group.bind(config, terms, pools)
-        group.members.append(request)
-    for group in groups.values():
-        group.members.sort(key=_submission)
-    return list(groups.values())
+Run = tuple[QueueGroup, list[Request]]
 
 
-def _submission(request: Request) -> tuple:
-    return (request.submitted_at, request.id)
+def service_runs(groups: list[QueueGroup], ledger: Ledger) -> list[Run]:
+    """Every request still pending, in R-32 order judged at its most preferred eligible pool.
+
+    The order comes as runs of consecutive members of one group, so later phases work per group:
+    groups are sorted by their head's service key; only groups whose keys tie up to the
+    submission time (same priority, share, execution place and rank) have their members merged.
+    """
+    keyed = []
+    for group in groups:
+        waiting = group.waiting
+        if waiting:
+            head = waiting[0]
+            in_share = ledger.in_share(group.terms[0], group.resources)
+            keyed.append((service_key(group.priority, in_share, group.execution[0], group.rank,
+                                      head.submitted_at, head.id), group))
+    keyed.sort(key=itemgetter(0))
+    runs: list[Run] = []
+    for _, tied in groupby(keyed, key=_rank_part):
+        block = [group for _, group in tied]
+        if len(block) == 1:
+            runs.append((block[0], block[0].waiting))
+            continue
+        merged = sorted((m.submitted_at, m.id, i, m) for i, group in enumerate(block) for m in group.waiting)
+        for i, members in groupby(merged, key=itemgetter(2)):
+            runs.append((block[i], [entry[3] for entry in members]))
+    return runs
+
+
+def _rank_part(entry: tuple) -> tuple:
+    return entry[0][:4]  # the service key without submission time and id

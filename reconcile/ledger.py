@@ -9,18 +9,38 @@
 >>> ledger.charge("ml", "dc", Vector.of(gpu=6), preemptible=True)
 >>> ledger.fits(terms, Vector.of(gpu=3), preemptible=True)   # 6 + 3 > 8
 False
+
+A preemptor's hold (R-45) counts for everyone else as its policy's usage, and as pool room
+beyond what its victims still occupy (their capacity is already in use and will become its).
+With 8 gpu in use, a hold of 4 gpu whose victim holds 4 takes no further room for others:
+
+>>> ledger.charge("ml", "dc", Vector.of(gpu=2), preemptible=True)
+>>> ledger.hold(7, "ml", "dc", Vector.of(gpu=4), True, victims=Vector.of(gpu=4))
+>>> ledger.room_short(terms, Vector.of(gpu=1)), ledger.room_short(terms, Vector.of(gpu=4), request_id=7)
+({'gpu': 1000}, {'gpu': 4000})
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import NamedTuple
 
-from .model import ALL_POOLS, Request
+from .model import ALL_POOLS, Request, State
 from .quantity import Vector
 from .quota import PoolTerms
 
 Usage = dict[str, int]
+Breach = tuple[str, str, int, int]  # (key, scope, usage, bound)
+
+
+class Hold(NamedTuple):
+    pool: str
+    policy: str
+    resources: Vector  # the preemptor's demand
+    preemptible: bool
+    room: Vector  # what it takes of the pool for others: demand beyond its victims' holdings
 
 
 class Ledger:
@@ -31,105 +51,93 @@ class Ledger:
         self.pool_used: defaultdict[str, Usage] = defaultdict(dict)
         self.policy_used: defaultdict[tuple[str, str], Usage] = defaultdict(dict)
         self.policy_np: defaultdict[tuple[str, str], Usage] = defaultdict(dict)
-        self.held: defaultdict[str, Usage] = defaultdict(dict)
-        self.holds: dict[int, tuple[str, Vector]] = {}  # preemptor id → (pool, its demand)
+        self.held: defaultdict[str, Usage] = defaultdict(dict)  # pool → room held for preemptors
+        self.holds: dict[int, Hold] = {}  # preemptor id → its hold
 
     @classmethod
     def of_live(cls, requests: Iterable[Request]) -> Ledger:
-        ledger = cls()
+        # Sum per (policy, pool, preemptible) first: far fewer charges than allocations.
+        totals: defaultdict[tuple[str, str, bool], Usage] = defaultdict(dict)
         for r in requests:
-            if r.state.live and r.pool is not None:
-                ledger.charge(r.policy, r.pool, r.resources, r.preemptible)
+            if (r.state is State.ALLOCATED or r.state is State.PREEMPTING) and r.pool is not None:
+                usage = totals[(r.policy, r.pool, r.preemptible)]
+                for key, amount in r.resources.items():
+                    usage[key] = usage.get(key, 0) + amount
+        ledger = cls()
+        for (policy, pool, preemptible), usage in totals.items():
+            ledger.charge(policy, pool, usage, preemptible)
         return ledger
 
-    def charge(self, policy: str, pool: str, resources: Vector, preemptible: bool, sign: int = 1) -> None:
-        targets = [self.pool_used[pool], self.policy_used[(policy, pool)], self.policy_used[(policy, ALL_POOLS)]]
+    def charge(self, policy: str, pool: str, resources: Usage, preemptible: bool, sign: int = 1,
+               pool_room: bool = True) -> None:
+        targets = [self.policy_used[(policy, pool)], self.policy_used[(policy, ALL_POOLS)]]
+        if pool_room:
+            targets.append(self.pool_used[pool])
         if not preemptible:
             targets += [self.policy_np[(policy, pool)], self.policy_np[(policy, ALL_POOLS)]]
         for key, amount in resources.items():
             for usage in targets:
                 usage[key] = usage.get(key, 0) + sign * amount
 
-    def discharge(self, policy: str, pool: str, resources: Vector, preemptible: bool) -> None:
-        self.charge(policy, pool, resources, preemptible, sign=-1)
+    # --- holds (R-45) --------------------------------------------------------------------
 
-    def hold(self, request_id: int, pool: str, resources: Vector) -> None:
-        """R-45: from now on ``resources`` on ``pool`` count as in use for every other request."""
-        self.holds[request_id] = (pool, resources)
-        held = self.held[pool]
-        for key, amount in resources.items():
-            held[key] = held.get(key, 0) + amount
+    def hold(self, request_id: int, policy: str, pool: str, resources: Vector, preemptible: bool,
+             victims: Usage) -> None:
+        """From now on ``resources`` on ``pool`` count as in use for every other request."""
+        room = Vector({key: amount - victims.get(key, 0) for key, amount in resources.items()
+                       if amount > victims.get(key, 0)})
+        self._take(Hold(pool, policy, resources, preemptible, room), request_id)
 
     def release_hold(self, request_id: int) -> str | None:
         """The hold ends when its preemptor is granted (R-45); returns the pool it was on."""
-        found = self.holds.pop(request_id, None)
-        if found is None:
-            return None
-        pool, resources = found
-        held = self.held[pool]
-        for key, amount in resources.items():
-            held[key] -= amount
-        return pool
+        found = self.holds.get(request_id)
+        if found is not None:
+            self._give_back(request_id)
+        return found.pool if found else None
 
-    def held_for_others(self, pool: str, key: str, request_id: int | None) -> int:
-        held = self.held[pool].get(key, 0) if pool in self.held else 0
-        own = self.holds.get(request_id) if request_id is not None else None
-        if own is not None and own[0] == pool:
-            held -= own[1].get(key, 0)
-        return held
+    def _take(self, hold: Hold, request_id: int) -> None:
+        self.holds[request_id] = hold
+        self.charge(hold.policy, hold.pool, hold.resources, hold.preemptible, pool_room=False)
+        held = self.held[hold.pool]
+        for key, amount in hold.room.items():
+            held[key] = held.get(key, 0) + amount
+
+    def _give_back(self, request_id: int) -> Hold:
+        hold = self.holds.pop(request_id)
+        self.charge(hold.policy, hold.pool, hold.resources, hold.preemptible, sign=-1, pool_room=False)
+        held = self.held[hold.pool]
+        for key, amount in hold.room.items():
+            held[key] -= amount
+        return hold
+
+    @contextmanager
+    def _as_seen_by(self, request_id: int | None) -> Iterator[None]:
+        """A preemptor's own hold is not in its way: set it aside while judging that request."""
+        if request_id is None or request_id not in self.holds:
+            yield
+            return
+        hold = self._give_back(request_id)
+        try:
+            yield
+        finally:
+            self._take(hold, request_id)
 
     # --- R-20 … R-22 -------------------------------------------------------------------
 
-    def room_short(self, terms: PoolTerms, resources: Vector, request_id: int | None = None) -> dict[str, int]:
-        """R-20: per metered key, how much the pool lacks (in use + held for others + R − capacity)."""
-        used = self.pool_used[terms.pool]
-        short = {}
-        for key, amount in resources.items():
-            key_terms = terms.keys.get(key)
-            if key_terms is not None:
-                lack = used.get(key, 0) + self.held_for_others(terms.pool, key, request_id) + amount - key_terms.capacity
-                if lack > 0:
-                    short[key] = lack
-        return short
-
-    def over_limit(self, terms: PoolTerms, resources: Vector) -> tuple[str, str, int, int] | None:
-        """R-21: the first (key, scope, usage, limit) that granting would exceed, or None."""
-        for key, amount in resources.items():
-            key_terms = terms.keys.get(key)
-            if key_terms is not None:
-                for scope, limit in key_terms.limits:
-                    usage = self.policy_used[(terms.policy, scope)].get(key, 0)
-                    if usage + amount > limit:
-                        return key, scope, usage, limit
-        return None
-
-    def over_reserved(self, terms: PoolTerms, resources: Vector, preemptible: bool) -> tuple[str, str, int, int] | None:
-        """R-22: for non-preemptible requests, the first (key, scope, np-usage, reserved) exceeded."""
-        if preemptible:
-            return None
-        for key, amount in resources.items():
-            key_terms = terms.keys.get(key)
-            if key_terms is not None:
-                for scope, reserved in key_terms.reserved:
-                    usage = self.policy_np[(terms.policy, scope)].get(key, 0)
-                    if usage + amount > reserved:
-                        return key, scope, usage, reserved
-        return None
-
     def fits(self, terms: PoolTerms, resources: Vector, preemptible: bool, request_id: int | None = None) -> bool:
         """R-20, R-21 and R-22 together: could the request be granted on this pool now?"""
-        # The hot path of a pass: written out rather than composed from the three checks above.
+        if request_id in self.holds:
+            with self._as_seen_by(request_id):
+                return self.fits(terms, resources, preemptible)
+        # The hot path of a pass: written out rather than composed from the checks below.
         used = self.pool_used[terms.pool]
-        held = self.held.get(terms.pool)
-        policy_used, policy_np, policy = self.policy_used, self.policy_np, terms.policy
+        held = self.held.get(terms.pool) or {}
+        policy_used, policy_np, policy, keys = self.policy_used, self.policy_np, terms.policy, terms.keys
         for key, amount in resources.items():
-            key_terms = terms.keys.get(key)
+            key_terms = keys.get(key)
             if key_terms is None:
                 continue
-            in_use = used.get(key, 0) + amount
-            if held:
-                in_use += self.held_for_others(terms.pool, key, request_id)
-            if in_use > key_terms.capacity:
+            if used.get(key, 0) + held.get(key, 0) + amount > key_terms.capacity:
                 return False
             for scope, limit in key_terms.limits:
                 if policy_used[(policy, scope)].get(key, 0) + amount > limit:
@@ -140,13 +148,51 @@ class Ledger:
                         return False
         return True
 
-    def in_share(self, terms: PoolTerms, resources: Vector) -> bool:
-        """R-32.2: usage + R ≤ effective reserved for every metered key at every scope."""
-        policy_used, policy = self.policy_used, terms.policy
+    def room_short(self, terms: PoolTerms, resources: Vector, request_id: int | None = None) -> dict[str, int]:
+        """R-20: per metered key, how much the pool lacks (in use + held for others + R − capacity)."""
+        if request_id in self.holds:
+            with self._as_seen_by(request_id):
+                return self.room_short(terms, resources)
+        used, held = self.pool_used[terms.pool], self.held.get(terms.pool) or {}
+        short = {}
         for key, amount in resources.items():
             key_terms = terms.keys.get(key)
             if key_terms is not None:
-                for scope, reserved in key_terms.reserved:
-                    if policy_used[(policy, scope)].get(key, 0) + amount > reserved:
-                        return False
-        return True
+                lack = used.get(key, 0) + held.get(key, 0) + amount - key_terms.capacity
+                if lack > 0:
+                    short[key] = lack
+        return short
+
+    def over_limit(self, terms: PoolTerms, resources: Vector, request_id: int | None = None) -> Breach | None:
+        """R-21: the first (key, scope, usage, limit) that granting would exceed, or None."""
+        return self._breach(terms, resources, request_id, self.policy_used, "limits")
+
+    def over_reserved(self, terms: PoolTerms, resources: Vector, preemptible: bool,
+                      request_id: int | None = None) -> Breach | None:
+        """R-22: for non-preemptible requests, the first (key, scope, np-usage, reserved) exceeded."""
+        return None if preemptible else self._breach(terms, resources, request_id, self.policy_np, "reserved")
+
+    def in_share(self, terms: PoolTerms, resources: Vector, request_id: int | None = None) -> bool:
+        """R-32.2: usage + R ≤ effective reserved for every metered key at every scope."""
+        return self._breach(terms, resources, request_id, self.policy_used, "reserved") is None
+
+    def held_for_others(self, pool: str, key: str, request_id: int | None = None) -> int:
+        with self._as_seen_by(request_id):
+            return self.held.get(pool, {}).get(key, 0)
+
+    def _breach(self, terms: PoolTerms, resources: Vector, request_id: int | None, usage_of, bounds: str):
+        if request_id in self.holds:
+            with self._as_seen_by(request_id):
+                return _first_breach(terms, resources, usage_of, bounds)
+        return _first_breach(terms, resources, usage_of, bounds)
+
+
+def _first_breach(terms: PoolTerms, resources: Vector, usage_of, bounds: str) -> Breach | None:
+    for key, amount in resources.items():
+        key_terms = terms.keys.get(key)
+        if key_terms is not None:
+            for scope, bound in getattr(key_terms, bounds):
+                usage = usage_of[(terms.policy, scope)].get(key, 0)
+                if usage + amount > bound:
+                    return key, scope, usage, bound
+    return None

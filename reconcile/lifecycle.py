@@ -36,7 +36,7 @@ def evict(request: Request, now: datetime) -> Request:
     if request.retries_left:
         return replace(
             request, state=State.PENDING, attempt=request.attempt + 1, pool=None, allocated_at=None,
-            lease_expires_at=None, preempted_at=None, reason=reason,
+            lease_expires_at=None, preempted_at=None, held_pool=None, reason=reason,
         )
     return replace(request, state=State.PREEMPTED, reason=reason)
 

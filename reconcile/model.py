@@ -150,6 +150,7 @@ class Request:
     preempted_by: int | None = None
     preempted_at: datetime | None = None  # when it became preempting; the grace runs from here
     reason: Reason | None = None  # of the last change of state
+    held_pool: str | None = None  # where capacity is held for it since it chose victims
 
     @property
     def retries_left(self) -> bool:

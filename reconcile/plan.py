@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
-from .model import State
+from .model import Request, State
 from .reasons import Reason
 
 
@@ -24,10 +25,16 @@ class Decision:
     pool: str | None = None  # grants: where; preemptions: the victim's pool
     preempted_by: int | None = None
 
+    @classmethod
+    def of(cls, request: Request, state: State, reason: Reason, message: str, **extra) -> Decision:
+        """Move ``request`` from the state it is in now."""
+        return cls(request.id, state, reason, message, from_state=request.state, **extra)
 
-@dataclass(frozen=True, slots=True)
-class Waiting:
-    """Why a pending request is not running (§9) and its 1-based place in its pool's queue."""
+
+class Waiting(NamedTuple):
+    """Why a pending request is not running (§9) and its 1-based place in its pool's queue.
+
+    A named tuple, not a dataclass: a pass makes one per pending request, 10^5 of them."""
 
     reason: Reason
     message: str
@@ -44,11 +51,13 @@ class Plan:
     rejections: tuple[Decision, ...] = ()  # R-15
     grants: tuple[Decision, ...] = ()  # R-31, in the order they were made
     preemptions: tuple[Decision, ...] = ()  # R-40…R-44
+    holds: tuple[Decision, ...] = ()  # R-45: preemptors stay pending, capacity held on ``pool``
     waiting: dict[int, Waiting] = field(default_factory=dict)
 
     def decisions(self) -> Iterator[Decision]:
         """Every change of state, in the order the pass made them."""
-        for group in (self.expiries, self.evictions, self.cancellations, self.rejections, self.grants, self.preemptions):
+        for group in (self.expiries, self.evictions, self.cancellations, self.rejections, self.grants,
+                      self.preemptions, self.holds):
             yield from group
 
     @property

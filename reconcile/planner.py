@@ -28,16 +28,16 @@ from collections import defaultdict
 from dataclasses import replace
 
 from . import lifecycle
-from .borrowing import borrowed_units
 from .explain import explain_waiting
-from .groups import QueueGroup, group_requests
+from .groups import QueueGroup, by_submission, service_runs
 from .ledger import Ledger
 from .model import Request, Snapshot, State
-from .ordering import service_key, victim_key
+from .quantity import sum_resources
+from .ordering import service_key
 from .plan import Decision, Plan
-from .preemption import choose_victims
+from .preemption import Preemption
 from .quantity import Vector  # noqa: F401  (doctest)
-from .quota import TermsCache, eligibility
+from .quota import Ineligible, TermsCache, eligibility
 from .reasons import Reason
 
 
@@ -55,77 +55,107 @@ class _Pass:
         self.cancellations: list[Decision] = []
         self.rejections: list[Decision] = []
         self.grants: list[Decision] = []
-        self.preemptions: list[Decision] = []
-        self.victims_of: defaultdict[int, list[int]] = defaultdict(list)  # preemptor → victims in flight
+        self.victims_of: dict[int, list[int]] = {}  # preemptor → its victims in flight
 
     def run(self) -> Plan:
         live, pending = self._advance_time()
-        queued = self._drop_unservable(pending)
-        self.ledger = Ledger.of_live(live)
         self.live = live
-        self._hold_for_preemptors(queued)
-        groups = group_requests(queued, set(self.ledger.holds), self.config, self.terms)
-        if self.snapshot.management_enabled:  # R-30
+        self.ledger = Ledger.of_live(live)
+        groups = self._queue(pending)
+        enabled = self.snapshot.management_enabled
+        if enabled:  # R-30
             while self._grant_round(groups):
                 pass
-        order = self._service_order(groups)
-        if self.snapshot.management_enabled:
-            self._preempt(order)
-        waiting = explain_waiting(order, self.ledger, self.victims_of, self.snapshot.management_enabled)
+        runs = service_runs(groups, self.ledger)
+        preemption = Preemption(self.config, self.terms, self.ledger, self.live, self.victims_of)
+        if enabled:
+            preemption.run(runs)
+        waiting = explain_waiting(runs, self.ledger, self.victims_of, enabled)
         return Plan(
             self.now, tuple(self.expiries), tuple(self.evictions), tuple(self.cancellations),
-            tuple(self.rejections), tuple(self.grants), tuple(self.preemptions), waiting,
+            tuple(self.rejections), tuple(self.grants), tuple(preemption.decisions), tuple(preemption.holds), waiting,
         )
 
     # --- 1. time ---------------------------------------------------------------------
 
     def _advance_time(self) -> tuple[list[Request], list[Request]]:
         live, pending = [], []
+        now, grace = self.now, self.snapshot.eviction_grace
         for request in self.snapshot.requests:
-            if lifecycle.lease_expired(request, self.now):  # R-50
+            state = request.state
+            if state is State.PENDING:
+                pending.append(request)
+            elif state is not State.ALLOCATED and state is not State.PREEMPTING:
+                continue  # terminal
+            elif lifecycle.lease_expired(request, now):  # R-50
                 self.expiries.append(_decision(request, State.EXPIRED, Reason.LEASE_EXPIRED,
                                                f"lease ran out at {request.lease_expires_at:%Y-%m-%d %H:%M:%S}"))
-            elif lifecycle.grace_over(request, self.now, self.snapshot.eviction_grace):  # R-44, R-46
-                evicted = lifecycle.evict(request, self.now)
+            elif lifecycle.grace_over(request, now, grace):  # R-44, R-46
+                evicted = lifecycle.evict(request, now)
                 retry = f"queued again as attempt {evicted.attempt}" if evicted.state == State.PENDING else "no retries left"
                 self.evictions.append(_decision(request, evicted.state, evicted.reason,
                                                 f"not released within the grace period; evicted, {retry}"))
                 if evicted.state == State.PENDING:
                     pending.append(evicted)
-            elif request.state.live:
+            else:
                 live.append(request)
-            elif request.state == State.PENDING:
-                pending.append(request)
         return live, pending
 
     # --- 2. queues -------------------------------------------------------------------
 
-    def _drop_unservable(self, pending: list[Request]) -> list[tuple[Request, tuple[str, ...]]]:
-        queued, judged = [], {}
-        for request in pending:
-            if not self.config.queue_exists(request.policy, request.profile):  # R-56
-                self.cancellations.append(_decision(request, State.CANCELLED, Reason.QUEUE_REMOVED,
-                                                    f"queue {request.policy}/{request.profile} no longer exists"))
-                continue
-            signature = (request.policy, request.profile, request.resources, request.preemptible)
-            if signature not in judged:
-                judged[signature] = eligibility(self.config, self.terms, *signature)
-            pools, failure = judged[signature]
-            if failure is not None:  # R-15
-                self.rejections.append(_decision(request, State.REJECTED, failure.reason, failure.message))
-            else:
-                queued.append((request, pools))
-        return queued
-
-    def _hold_for_preemptors(self, queued: list[tuple[Request, tuple[str, ...]]]) -> None:
-        """R-45: a waiting request whose victims are still being evicted holds its demand on their pool."""
-        waiting = {request.id: request for request, _ in queued}
+    def _queue(self, pending: list[Request]) -> list[QueueGroup]:
+        """Cancel requests whose queue is gone (R-56), reject the ineligible (R-15), group the rest
+        and hold capacity for preemptors that chose victims (R-45)."""
+        in_flight: defaultdict[int, list[Request]] = defaultdict(list)
         for victim in self.live:
-            preemptor = waiting.get(victim.preempted_by) if victim.state == State.PREEMPTING else None
-            if preemptor is not None:
-                self.victims_of[preemptor.id].append(victim.id)
-                if preemptor.id not in self.ledger.holds:
-                    self.ledger.hold(preemptor.id, victim.pool, preemptor.resources)
+            if victim.state is State.PREEMPTING and victim.preempted_by is not None:
+                in_flight[victim.preempted_by].append(victim)
+        verdicts: dict[tuple, QueueGroup | Decision | None] = {}
+        groups: list[QueueGroup] = []
+        for request in pending:
+            holder = request.id if request.held_pool is not None or request.id in in_flight else None
+            signature = (request.policy, request.profile, request.resources.signature, request.preemptible, holder)
+            verdict = verdicts.get(signature)
+            if verdict is None:
+                verdict = verdicts[signature] = self._verdict(request, holder)
+                if isinstance(verdict, QueueGroup):
+                    groups.append(verdict)
+            if isinstance(verdict, QueueGroup):
+                verdict.members.append(request)
+            elif verdict.reason is Reason.QUEUE_REMOVED:
+                self.cancellations.append(_decision(request, State.CANCELLED, verdict.reason, verdict.message))
+            else:
+                self.rejections.append(_decision(request, State.REJECTED, verdict.reason, verdict.message))
+        for group in groups:
+            group.members.sort(key=by_submission)
+            if group.holder is not None:
+                victims = in_flight[group.holder]
+                self._hold(group, group.members[0].held_pool or victims[0].pool, victims)
+        return groups
+
+    def _hold(self, group: QueueGroup, pool: str, victims: list[Request]) -> None:
+        """R-45: until it is granted, capacity stays held for a preemptor — while it can use it."""
+        if pool not in group.pools:
+            return  # no longer eligible there (a provision changed it): the hold is void
+        terms = group.terms[group.pools.index(pool)]
+        if self.ledger.over_limit(terms, group.resources) or \
+                self.ledger.over_reserved(terms, group.resources, group.preemptible):
+            return  # its own policy stops it there: holding capacity would only waste it
+        victims = [v for v in victims if v.pool == pool]
+        self.victims_of[group.holder] = [v.id for v in victims]
+        self.ledger.hold(group.holder, group.policy, pool, group.resources, group.preemptible,
+                         sum_resources(victims))
+
+    def _verdict(self, request: Request, holder: int | None) -> QueueGroup | Ineligible:
+        if not self.config.queue_exists(request.policy, request.profile):
+            return Ineligible(Reason.QUEUE_REMOVED, f"queue {request.policy}/{request.profile} no longer exists")
+        pools, failure = eligibility(self.config, self.terms, request.policy, request.profile,
+                                     request.resources, request.preemptible)
+        if failure is not None:
+            return failure
+        group = QueueGroup(request.policy, request.profile, request.resources, request.preemptible, holder)
+        group.bind(self.config, self.terms, pools)
+        return group
 
     # --- 3. grants -------------------------------------------------------------------
 
@@ -177,28 +207,35 @@ class _Pass:
 
         Keys only grow while a group stays on its pool. They can shrink when it moves to a later
         pool that serves its profile earlier or where it is still in share; such a group watches
-        its pool and policy, and is judged again after every grant there."""
+        what could move it, and is judged again after every grant there."""
         group.version += 1
-        if group.watching is not None:
-            self.watchers[group.watching[0]].discard(group)
-            self.watchers[group.watching[1]].discard(group)
-            group.watching = None
+        for topic in group.watching:
+            self.watchers[topic].discard(group)
+        group.watching = ()
         if key is None:
             return
         heapq.heappush(heap, (key, group.version, group))
-        if self._may_improve(group, key):
-            group.watching = (("pool", group.pools[group.cursor]), ("policy", group.policy))
-            self.watchers[group.watching[0]].add(group)
-            self.watchers[group.watching[1]].add(group)
+        group.watching = self._watch_topics(group, key)
+        for topic in group.watching:
+            self.watchers[topic].add(group)
 
-    def _may_improve(self, group: QueueGroup, key: tuple) -> bool:
+    def _watch_topics(self, group: QueueGroup, key: tuple) -> tuple[tuple[str, str], ...]:
+        """When the group's key could shrink, and what to watch for it (see ``_push``).
+
+        Grants on its pool may push it to a later pool. Grants of its own policy elsewhere change
+        only its ``*`` usage, which can stop it here yet let it fit on a later pool only if that
+        pool does not meter the key; so the policy is watched just in that case."""
         here, borrowing = group.cursor, key[1]
-        for later in range(here + 1, len(group.pools)):
-            if group.execution[later] < group.execution[here]:
-                return True
-            if borrowing and self.ledger.in_share(group.terms[later], group.resources):
-                return True
-        return False
+        better = [later for later in range(here + 1, len(group.pools))
+                  if group.execution[later] < group.execution[here]
+                  or (borrowing and self.ledger.in_share(group.terms[later], group.resources))]
+        if not better:
+            return ()
+        topics = [("pool", group.pools[here])]
+        global_keys = group.terms[here].global_keys(group.preemptible)
+        if any(not group.terms[later].metered(key) for later in better for key in global_keys & group.resources.keys()):
+            topics.append(("policy", group.policy))
+        return tuple(topics)
 
     def _grant_head(self, group: QueueGroup) -> tuple[str, bool]:
         request = group.members[group.next]
@@ -210,101 +247,5 @@ class _Pass:
         held_on = self.ledger.release_hold(request.id)  # R-45: the hold ends when H is granted
         return pool, held_on is not None and held_on != pool
 
-    # --- 4. preemption ---------------------------------------------------------------
 
-    def _service_order(self, groups: list[QueueGroup]) -> list[tuple[tuple, QueueGroup, Request]]:
-        """Every request still pending, in R-32 order judged at its most preferred eligible pool."""
-        order = []
-        for group in groups:
-            waiting = group.waiting
-            if not waiting:
-                continue
-            terms = group.terms[0]
-            share = self.ledger.in_share(terms, group.resources)
-            for request in waiting:
-                key = service_key(group.priority, share, group.execution[0], group.rank, request.submitted_at, request.id)
-                order.append((key, group, request))
-        order.sort(key=_first)
-        return order
-
-    def _preempt(self, order: list[tuple[tuple, QueueGroup, Request]]) -> None:
-        """R-40: each request that fits nowhere and has no victims in flight looks for victims.
-
-        When a member of a group finds none, later members cannot either: they are identical and
-        the pass only takes room away. So each group fails at most once."""
-        self.on_pool: defaultdict[str, list[Request]] = defaultdict(list)
-        for request in self.live:
-            if request.state == State.ALLOCATED and request.preemptible:
-                self.on_pool[request.pool].append(request)
-        self.claimed: set[int] = set()
-        self.borrowed_cache: dict[str, dict[int, dict[str, int]]] = {}
-        failed: set[int] = set()
-        for _, group, request in order:
-            if group.holder is not None or id(group) in failed:
-                continue
-            if not self._find_victims(group, request):
-                failed.add(id(group))
-
-    def _find_victims(self, group: QueueGroup, preemptor: Request) -> bool:
-        ledger, resources = self.ledger, group.resources
-        for pool, terms in zip(group.pools, group.terms):
-            # Only pool room may be cured by evicting others; own limit and reservation never are.
-            if ledger.over_limit(terms, resources) or ledger.over_reserved(terms, resources, group.preemptible):
-                continue
-            short = ledger.room_short(terms, resources, preemptor.id)
-            if not short:
-                continue
-            candidates = self._candidates(pool, group, short, ledger.in_share(terms, resources))
-            victims = choose_victims(short, [(c, c.resources) for c in candidates])
-            if victims:
-                self._evict_for(preemptor, group, pool, victims)
-                return True
-        return False
-
-    def _candidates(self, pool: str, group: QueueGroup, short: dict[str, int], in_share: bool) -> list[Request]:
-        """R-41 victims on ``pool`` for a preemptor of ``group``, in R-42 order."""
-        priority = self.config.policy
-        found = []
-        for victim in self.on_pool[pool]:
-            if victim.id in self.claimed or victim.policy == group.policy:
-                continue
-            if not any(victim.resources.get(key, 0) for key in short):
-                continue
-            borrowed = self._borrowed(victim.policy)[victim.id]
-            borrows = any(borrowed.get(key, 0) for key in short)
-            victim_priority = priority[victim.policy].priority
-            if victim_priority < group.priority or (in_share and borrows):
-                found.append((victim_key(victim_priority, borrows, victim.allocated_at, victim.id), victim))
-        found.sort(key=_first)
-        return [victim for _, victim in found]
-
-    def _borrowed(self, policy: str) -> dict[int, dict[str, int]]:
-        if policy not in self.borrowed_cache:
-            self.borrowed_cache[policy] = borrowed_units(self.terms, policy, self.live)
-        return self.borrowed_cache[policy]
-
-    def _evict_for(self, preemptor: Request, group: QueueGroup, pool: str, victims: list[Request]) -> None:
-        policy = self.config.policy
-        for victim in victims:
-            self.claimed.add(victim.id)
-            self.victims_of[preemptor.id].append(victim.id)
-            victim_priority = policy[victim.policy].priority
-            if victim_priority < group.priority:
-                reason = Reason.PREEMPTED_BY_PRIORITY
-                why = f"policy {group.policy} has priority {group.priority}, above {victim_priority}"
-            else:
-                reason = Reason.RECLAIMED
-                why = f"policy {group.policy} reclaims capacity within its reservation"
-            self.preemptions.append(_decision(
-                victim, State.PREEMPTING, reason, f"preempted by request {preemptor.id} on pool {pool}: {why}",
-                pool=pool, preempted_by=preemptor.id,
-            ))
-        self.ledger.hold(preemptor.id, pool, preemptor.resources)  # R-45
-
-
-def _decision(request: Request, state: State, reason: Reason, message: str, **extra) -> Decision:
-    return Decision(request.id, state, reason, message, from_state=request.state, **extra)
-
-
-def _first(entry: tuple) -> tuple:
-    return entry[0]
+_decision = Decision.of

@@ -1,20 +1,31 @@
-"""Victim search (R-43): take candidates in order until the preemptor fits, then give back, newest
-choice first, every victim it still fits without — the "reprieve" of Kueue and kube-scheduler.
+"""Preemption and reclaim, phase 4 of a pass (R-40…R-45).
 
-The preemptor lacks 4 gpu. Candidates in R-42 order hold 1, 2 and 3 gpu: 1+2 is not enough,
-1+2+3 is. Walking back, c is needed (1+2 < 4), b is not (1+3 ≥ 4), a then is (3 < 4).
+Victim search is Kueue's and kube-scheduler's: take candidates in order until the preemptor
+fits, then walk back and give a reprieve to every victim it still fits without. The preemptor
+lacks 4 gpu; candidates in R-42 order hold 1, 2 and 3: 1+2 is not enough, 1+2+3 is. Walking
+back, c is needed (1+2 < 4), b is not (1+3 ≥ 4), and then a is (3 < 4):
 
->>> short = {"gpu": 4}
->>> choose_victims(short, [("a", {"gpu": 1}), ("b", {"gpu": 2}), ("c", {"gpu": 3})])
+>>> choose_victims({"gpu": 4}, [("a", {"gpu": 1}), ("b", {"gpu": 2}), ("c", {"gpu": 3})])
 ['a', 'c']
->>> choose_victims(short, [("a", {"gpu": 1})]) is None   # not enough: preempt nobody
+>>> choose_victims({"gpu": 4}, [("a", {"gpu": 1})]) is None   # not enough: preempt nobody
 True
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
+
+from .borrowing import borrowed_units
+from .groups import QueueGroup, Run
+from .ledger import Ledger
+from .model import Config, Request, State
+from .ordering import victim_key
+from .plan import Decision
+from .quantity import sum_resources
+from .quota import TermsCache
+from .reasons import Reason
 
 Victim = TypeVar("Victim")
 
@@ -22,10 +33,9 @@ Victim = TypeVar("Victim")
 def choose_victims(
     short: Mapping[str, int], candidates: Sequence[tuple[Victim, Mapping[str, int]]]
 ) -> list[Victim] | None:
-    """The victims to evict so that every short amount is freed, or None when all are not enough.
+    """R-43: the victims that free every short amount, or None when all of them are not enough.
 
-    ``short`` is key → amount lacking; each candidate is (victim, resources it holds).
-    """
+    ``short`` is key → amount lacking; each candidate is (victim, resources it holds)."""
     lacking = dict(short)
     chosen: list[tuple[Victim, Mapping[str, int]]] = []
     for victim, holds in candidates:
@@ -36,12 +46,118 @@ def choose_victims(
             lacking[key] -= holds.get(key, 0)
     if any(amount > 0 for amount in lacking.values()):
         return None
-    # Reprieve: walk the chosen set backwards, keeping out whoever is not needed.
     kept = []
     for victim, holds in reversed(chosen):
         if all(lacking[key] + holds.get(key, 0) <= 0 for key in lacking):
-            for key in lacking:
+            for key in lacking:  # a reprieve: the preemptor fits without this one
                 lacking[key] += holds.get(key, 0)
         else:
             kept.append(victim)
     return kept[::-1]
+
+
+class Preemption:
+    """Each request that fits nowhere and has no victims in flight looks for victims (R-40).
+
+    When a member of a group finds none, later members cannot either: they are identical and the
+    pass only takes room away. So each group fails at most once."""
+
+    def __init__(self, config: Config, terms: TermsCache, ledger: Ledger, live: list[Request],
+                 victims_of: dict[int, list[int]]) -> None:
+        self.config, self.terms, self.ledger, self.live = config, terms, ledger, live
+        self.victims_of = victims_of
+        self.decisions: list[Decision] = []
+        self.holds: list[Decision] = []
+        self.claimed: set[int] = set()
+        self.borrowed: dict[str, dict[int, dict[str, int]]] = {}
+        self.by_policy: defaultdict[str, list[Request]] = defaultdict(list)
+        self.on_pool: defaultdict[str, list[Request]] = defaultdict(list)
+        self.lowest: dict[str, int] = {}  # pool → lowest priority among its preemptible allocations
+        for request in live:
+            self.by_policy[request.policy].append(request)
+            if request.state is State.ALLOCATED and request.preemptible:
+                self.on_pool[request.pool].append(request)
+                priority = config.policy[request.policy].priority if request.policy in config.policy else 0
+                self.lowest[request.pool] = min(priority, self.lowest.get(request.pool, priority))
+
+    def run(self, runs: list[Run]) -> list[Decision]:
+        failed: set[int] = set()
+        for group, members in runs:
+            if id(group) in failed:
+                continue
+            for request in members:
+                if request.id in self.ledger.holds:
+                    continue  # it holds capacity already (R-45)
+                if not self._find_victims(group, request):
+                    failed.add(id(group))
+                    break
+        return self.decisions
+
+    def _find_victims(self, group: QueueGroup, preemptor: Request) -> bool:
+        ledger, resources = self.ledger, group.resources
+        for pool, terms in zip(group.pools, group.terms):
+            if pool not in self.lowest:
+                continue  # nothing preemptible there
+            in_share = ledger.in_share(terms, resources)
+            if not in_share and group.priority <= self.lowest[pool]:
+                continue  # neither rule of R-41 can hold for anyone there
+            # Only pool room may be cured by evicting others; own limit and reservation never are.
+            if ledger.over_limit(terms, resources) or ledger.over_reserved(terms, resources, group.preemptible):
+                continue
+            short = ledger.room_short(terms, resources, preemptor.id)
+            if not short:
+                continue
+            candidates = self._candidates(pool, group, short, in_share)
+            victims = choose_victims(short, [(c, c.resources) for c in candidates])
+            if victims:
+                self._evict_for(preemptor, group, pool, victims)
+                return True
+        return False
+
+    def _candidates(self, pool: str, group: QueueGroup, short: dict[str, int], in_share: bool) -> list[Request]:
+        """R-41 victims on ``pool`` for a preemptor of ``group``, in R-42 order."""
+        policies = self.config.policy
+        found = []
+        for victim in self.on_pool[pool]:
+            if victim.id in self.claimed or victim.policy == group.policy:
+                continue
+            if not any(victim.resources.get(key, 0) for key in short):
+                continue
+            victim_priority = policies[victim.policy].priority
+            borrowed = self._borrowed(victim.policy)[victim.id]
+            borrows = any(borrowed.get(key, 0) for key in short)
+            if victim_priority < group.priority or (in_share and borrows):
+                found.append((victim_key(victim_priority, borrows, victim.allocated_at, victim.id), victim))
+        found.sort(key=_first)
+        return [victim for _, victim in found]
+
+    def _borrowed(self, policy: str) -> dict[int, dict[str, int]]:
+        if policy not in self.borrowed:
+            self.borrowed[policy] = borrowed_units(self.terms, policy, self.by_policy[policy])
+        return self.borrowed[policy]
+
+    def _evict_for(self, preemptor: Request, group: QueueGroup, pool: str, victims: list[Request]) -> None:
+        group.preempted = True
+        for victim in victims:
+            self.claimed.add(victim.id)
+            self.victims_of.setdefault(preemptor.id, []).append(victim.id)
+            victim_priority = self.config.policy[victim.policy].priority
+            if victim_priority < group.priority:
+                reason = Reason.PREEMPTED_BY_PRIORITY
+                why = f"policy {group.policy} has priority {group.priority}, above {victim_priority}"
+            else:
+                reason = Reason.RECLAIMED
+                why = f"policy {group.policy} reclaims capacity within its reservation"
+            self.decisions.append(Decision.of(
+                victim, State.PREEMPTING, reason, f"preempted by request {preemptor.id} on pool {pool}: {why}",
+                pool=pool, preempted_by=preemptor.id,
+            ))
+        self.ledger.hold(preemptor.id, group.policy, pool, preemptor.resources, group.preemptible,
+                         sum_resources(victims))  # R-45
+        self.holds.append(Decision.of(
+            preemptor, State.PENDING, Reason.WAITING_FOR_PREEMPTION,
+            f"capacity on pool {pool} is held for it while {len(victims)} request(s) leave", pool=pool))
+
+
+def _first(entry: tuple) -> tuple:
+    return entry[0]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -44,7 +44,7 @@ def parse_quantity(value: Any) -> int:
         # repr gives the shortest string that round-trips, so 0.143 stays 0.143.
         value = repr(value)
     if isinstance(value, str):
-        if len(value) > _MAX_STRING or not _DECIMAL_STRING.match(value):
+        if len(value) > _MAX_STRING or not _DECIMAL_STRING.fullmatch(value):
             raise QuantityError("must be a decimal number such as 2 or 0.5")
         value = Decimal(value)
     decimal = Decimal(value)
@@ -71,19 +71,31 @@ def format_quantity(milli: int) -> int | Decimal:
 
 
 def check_key(key: Any) -> str:
-    if not isinstance(key, str) or not KEY_PATTERN.match(key):
+    if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
         raise QuantityError("resource keys match ^[a-z][a-z0-9_.-]{0,63}$")
     return key
 
 
-class Vector(Mapping[str, int]):
-    """An immutable resource vector: key → milli-units, zero entries dropped."""
+def sum_resources(holders: Iterable[Any]) -> dict[str, int]:
+    """The total of the ``resources`` of several requests, key by key."""
+    total: dict[str, int] = {}
+    for holder in holders:
+        for key, amount in holder.resources.items():
+            total[key] = total.get(key, 0) + amount
+    return total
 
-    __slots__ = ("_items", "_hash")
+
+class Vector(dict):
+    """An immutable resource vector: key → milli-units, zero entries dropped.
+
+    A ``dict`` underneath, so lookups in the planner's hot loops run at C speed; every method
+    that would change it raises."""
+
+    __slots__ = ("_signature",)
 
     def __init__(self, milli: Mapping[str, int] | None = None) -> None:
-        self._items: dict[str, int] = {k: v for k, v in (milli or {}).items() if v}
-        self._hash: int | None = None
+        super().__init__((k, v) for k, v in (milli or {}).items() if v)
+        self._signature: tuple[tuple[str, int], ...] | None = None
 
     @classmethod
     def parse(cls, quantities: Any) -> Vector:
@@ -102,54 +114,61 @@ class Vector(Mapping[str, int]):
     def of(cls, **quantities: Any) -> Vector:
         return cls.parse(quantities)
 
-    def __getitem__(self, key: str) -> int:
-        return self._items[key]
+    @property
+    def signature(self) -> tuple[tuple[str, int], ...]:
+        """A sorted tuple of the entries: hashable and compared in C, for grouping many requests."""
+        if self._signature is None:
+            self._signature = tuple(sorted(self.items()))
+        return self._signature
 
-    def get(self, key: str, default: Any = 0) -> Any:  # type: ignore[override]
-        return self._items.get(key, default)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def items(self):  # type: ignore[override]
-        return self._items.items()
-
-    def __hash__(self) -> int:
-        if self._hash is None:
-            self._hash = hash(frozenset(self._items.items()))
-        return self._hash
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(self.signature)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Vector):
-            return self._items == other._items
-        if isinstance(other, Mapping):
-            return self._items == {k: v for k, v in other.items() if v}
-        return NotImplemented
+        if isinstance(other, Mapping) and not isinstance(other, Vector):
+            other = {k: v for k, v in other.items() if v}  # a plain mapping may list zeros
+        return dict.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def _immutable(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("a Vector cannot be changed; build a new one")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _immutable  # type: ignore
 
     def __add__(self, other: Mapping[str, int]) -> Vector:
-        total = dict(self._items)
+        total = dict(self)
         for key, value in other.items():
             total[key] = total.get(key, 0) + value
         return Vector(total)
 
     def __sub__(self, other: Mapping[str, int]) -> Vector:
-        total = dict(self._items)
+        total = dict(self)
         for key, value in other.items():
             total[key] = total.get(key, 0) - value
         return Vector(total)
 
+    __or__ = __ror__ = _immutable  # type: ignore
+
     def fits_in(self, capacity: Mapping[str, int]) -> bool:
         """True when every entry is at most the same key of ``capacity`` (absent = 0)."""
-        return all(value <= capacity.get(key, 0) for key, value in self._items.items())
+        return all(value <= capacity.get(key, 0) for key, value in self.items())
 
     def to_json(self) -> dict[str, int | Decimal]:
-        return {key: format_quantity(value) for key, value in sorted(self._items.items())}
+        return {key: format_quantity(value) for key, value in sorted(self.items())}
+
+    def __reduce__(self):
+        return (Vector, (dict(self),))
+
+    def __copy__(self) -> Vector:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> Vector:
+        return self
 
     def __repr__(self) -> str:
         return f"Vector({self})"
 
     def __str__(self) -> str:
-        return ", ".join(f"{k}={format_quantity(v)}" for k, v in sorted(self._items.items()))
+        return ", ".join(f"{k}={format_quantity(v)}" for k, v in sorted(self.items()))

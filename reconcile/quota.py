@@ -42,6 +42,12 @@ class PoolTerms:
     def metered(self, key: str) -> bool:
         return key in self.keys
 
+    def global_keys(self, preemptible: bool) -> set[str]:
+        """Keys with a ``*`` limit here, or a ``*`` reservation binding a non-preemptible request."""
+        return {key for key, terms in self.keys.items()
+                if any(scope == ALL_POOLS for scope, _ in terms.limits)
+                or (not preemptible and any(scope == ALL_POOLS for scope, _ in terms.reserved))}
+
     def has(self, key: str) -> bool:
         """False when the pool has none of ``key`` (R-11's ResourceNotInPool)."""
         return key in self.keys or key in UNMETERED_BY_DEFAULT

@@ -40,11 +40,13 @@ def advance(snapshot: Snapshot, plan: Plan) -> Snapshot:
 
 def _apply(request: Request, decision, now) -> Request:
     if decision.state == State.ALLOCATED:
-        return replace(request, state=State.ALLOCATED, pool=decision.pool, allocated_at=now,
+        return replace(request, state=State.ALLOCATED, pool=decision.pool, allocated_at=now, held_pool=None,
                        lease_expires_at=now + timedelta(seconds=request.lease_seconds), reason=decision.reason)
     if decision.state == State.PREEMPTING:
         return replace(request, state=State.PREEMPTING, preempted_by=decision.preempted_by, preempted_at=now,
                        reason=decision.reason)
+    if decision.state == State.PENDING and decision.from_state == State.PENDING:  # R-45 hold
+        return replace(request, held_pool=decision.pool, reason=decision.reason)
     if decision.from_state == State.PREEMPTING and decision.state in (State.PENDING, State.PREEMPTED):
         return lifecycle.evict(request, now)
     return replace(request, state=decision.state, reason=decision.reason)

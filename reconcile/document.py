@@ -1,0 +1,387 @@
+"""The configuration document (api.md §1): JSON in, a validated ``Config`` out, and back.
+
+``parse_document`` never raises: whatever JSON value it gets, it returns every error it finds,
+each with its path, and a ``Config`` only when there are none. ``to_document`` writes a
+configuration back with every default spelled out, so the two round-trip.
+
+>>> doc = {
+...     "pools": [{"name": "h100", "capacity": {"gpu": 8}}],
+...     "profiles": [{"name": "4xgpu", "resources": {"gpu": 4}, "connections": [{"pool": "h100"}],
+...                   "policies": ["dev"]}],
+...     "policies": [{"name": "dev", "group": "dev", "quotas": [{"key": "gpu", "reserved": 4, "limit": 16}]}],
+... }
+>>> parsed = parse_document(doc)
+>>> parsed.errors, parsed.config.pools[0].execution_order
+((), ('4xgpu',))
+>>> to_document(parsed.config)["profiles"][0]["connections"]
+[{'pool': 'h100', 'name': 'h100'}]
+>>> def report(parsed):
+...     for issue in parsed.errors:
+...         print(f"{issue.path}: {issue.code}")
+...         print(f"    {issue.message}")
+>>> doc["pools"][0]["capacity"] = {"gpu": 2}
+>>> report(parse_document(doc))
+profiles[0].resources: fits_no_pool
+    profile 4xgpu (gpu=4, step_run=1) fits no connected pool: 4 gpu exceeds the capacity of pool h100 (2)
+
+Every error is collected; ``fits_no_pool`` is not reported while the pool's capacity is unreadable:
+
+>>> doc["pools"][0] = {"name": "H100", "capacity": {"gpu": "-1"}}
+>>> report(parse_document(doc))
+pools[0].name: invalid_name
+    'H100' is not a valid pool name: names match ^[a-z0-9][a-z0-9_.-]{0,62}$
+pools[0].capacity.gpu: invalid_quantity
+    gpu must not be negative
+profiles[0].connections[0].pool: unknown_pool
+    there is no pool named 'h100'
+
+Errors come in three stages, each in document order: what each entry says on its own
+(types, names, quantities, lengths, unknown fields, ``reserved ≤ limit``), then references
+between entries, then semantics (reservations against capacity, R-11 and R-12 on each profile's
+allotment). A stage skips whatever an earlier error left unreadable (see ``document_checks``),
+so every error is reported once and none is a consequence of another. Warnings are computed
+only for a document without errors.
+
+Choices where api.md is silent: names, a profile's ``connections``, a connection's ``pool``
+and a quota row's ``key`` are required; an absent capacity, allotment, policy list or quota
+list is empty, and an absent ``group`` is "" (only admins may then submit; the service warns);
+``version`` is accepted with any value and ignored; a given ``group`` is a non-empty
+string of at most 150 characters (a Django group name); ``priority`` is an integer in
+±1,000,000; a resource vector has at most 100 keys; past 1000 errors the rest are only counted
+(``too_many_errors``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .document_checks import (
+    Issue, Reading, brief, check_references, check_semantics, check_warnings, json_type, q, scope_text, show,
+)
+from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota
+from .quantity import KEY_PATTERN, QuantityError, Vector, format_quantity, parse_quantity
+
+__all__ = ["Issue", "Parsed", "parse_document", "to_document"]
+
+NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # matched whole (fullmatch)
+MAX_POOLS = MAX_PROFILES = MAX_POLICIES = 1000
+MAX_QUOTAS = 100  # rows per policy
+MAX_CONNECTIONS = 100  # per profile
+MAX_KEYS = 100  # per resource vector
+MAX_DESCRIPTION, MAX_CONNECTION_NAME, MAX_GROUP = 1000, 100, 150
+MAX_PRIORITY = 1_000_000
+
+_MISSING: Any = object()  # a field the document leaves out
+
+
+@dataclass(frozen=True)
+class Fields:
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+
+
+DOCUMENT = Fields(("pools", "profiles", "policies"), ("version",))
+POOL = Fields(("name",), ("capacity", "description", "execution_order"))
+PROFILE = Fields(("name", "connections"), ("resources", "policies", "description", "dynamic"))
+CONNECTION = Fields(("pool",), ("name",))
+POLICY = Fields(("name",), ("group", "quotas", "description", "priority"))
+QUOTA = Fields(("key",), ("scope", "reserved", "limit"))
+
+
+@dataclass(frozen=True)
+class Parsed:
+    config: Config | None  # None when there are errors
+    errors: tuple[Issue, ...]
+    warnings: tuple[Issue, ...]  # only computed when there are no errors
+
+
+def parse_document(doc: object) -> Parsed:
+    """Read and validate a configuration document; never raises."""
+    reading = Reading()
+    skeleton = _read_document(reading, doc)
+    names = check_references(skeleton, reading)
+    check_semantics(skeleton, reading, names)
+    if reading.dropped:
+        reading.errors.append(Issue("", "too_many_errors", f"{reading.dropped} more errors are not listed"))
+    if reading.errors:
+        return Parsed(None, tuple(reading.errors), ())
+    config = _resolve_execution_orders(skeleton)
+    return Parsed(config, (), tuple(check_warnings(config)))
+
+
+def to_document(config: Config, version: int | None = None) -> dict[str, Any]:
+    """The JSON-ready document, every default explicit; quantities are ``int`` or ``Decimal``.
+
+    ``execution_order`` is written in full: the listed profiles, then the other connected ones.
+    """
+    orders = _full_orders(config)
+    doc: dict[str, Any] = {} if version is None else {"version": version}
+    doc["pools"] = [{"name": p.name, "description": p.description, "capacity": p.capacity.to_json(),
+                     "execution_order": orders.get(p.name, [])} for p in config.pools]
+    doc["profiles"] = [_profile_document(p) for p in config.profiles]
+    doc["policies"] = [{"name": p.name, "description": p.description, "group": p.group, "priority": p.priority,
+                        "quotas": [_quota_document(row) for row in p.quotas]} for p in config.policies]
+    return doc
+
+
+def _profile_document(profile: Profile) -> dict[str, Any]:
+    names = profile.connection_names
+    connections = [{"pool": pool, "name": names[j] if j < len(names) and names[j] else pool}
+                   for j, pool in enumerate(profile.pools)]
+    return {"name": profile.name, "description": profile.description, "resources": profile.resources.to_json(),
+            "dynamic": profile.dynamic, "connections": connections, "policies": list(profile.policies)}
+
+
+def _quota_document(row: Quota) -> dict[str, Any]:
+    doc: dict[str, Any] = {"scope": row.scope, "key": row.key}
+    for field, amount in (("reserved", row.reserved), ("limit", row.limit)):
+        if amount is not None:
+            doc[field] = format_quantity(amount)
+    return doc
+
+
+def _full_orders(config: Config) -> dict[str, list[str]]:
+    orders: dict[str, list[str]] = {}
+    for (pool, profile), _ in sorted(config.execution_index.items(), key=lambda item: item[1]):
+        orders.setdefault(pool, []).append(profile)
+    return orders
+
+
+def _resolve_execution_orders(config: Config) -> Config:
+    orders = _full_orders(config)
+    pools = tuple(replace(p, execution_order=tuple(orders.get(p.name, ()))) for p in config.pools)
+    return replace(config, pools=pools)
+
+
+# Reading: each entry on its own, into a skeleton Config with placeholders where it is unreadable.
+
+
+def _read_document(r: Reading, doc: object) -> Config:
+    obj = _object(r, doc, "", DOCUMENT, "the document")
+    if obj is None:
+        return Config()
+    return Config(
+        pools=tuple(_read_pool(r, item, f"pools[{i}]")
+                    for i, item in enumerate(_list(r, obj, "pools", "pools", MAX_POOLS))),
+        profiles=tuple(_read_profile(r, item, f"profiles[{i}]")
+                       for i, item in enumerate(_list(r, obj, "profiles", "profiles", MAX_PROFILES))),
+        policies=tuple(_read_policy(r, item, f"policies[{i}]")
+                       for i, item in enumerate(_list(r, obj, "policies", "policies", MAX_POLICIES))),
+    )
+
+
+def _read_pool(r: Reading, raw: object, path: str) -> Pool:
+    obj = _object(r, raw, path, POOL, "a pool")
+    if obj is None:
+        return Pool("", Vector())
+    return Pool(
+        name=_name(r, obj, path, "pool"),
+        capacity=_vector(r, obj, path, "capacity"),
+        execution_order=_references(r, obj, path, "execution_order", "profile", MAX_PROFILES),
+        description=_text(r, obj, path, "description", MAX_DESCRIPTION),
+    )
+
+
+def _read_profile(r: Reading, raw: object, path: str) -> Profile:
+    obj = _object(r, raw, path, PROFILE, "a profile")
+    if obj is None:
+        return Profile("", Vector())
+    name = _name(r, obj, path, "profile")
+    connections = [_read_connection(r, item, f"{path}.connections[{j}]")
+                   for j, item in enumerate(_list(r, obj, "connections", f"{path}.connections", MAX_CONNECTIONS))]
+    if not connections and r.ok(f"{path}.connections"):
+        r.error(f"{path}.connections", "no_connection",
+                f"profile {brief(name)} has no connection: connect it to at least one pool")
+    dynamic = obj.get("dynamic", False)
+    if not isinstance(dynamic, bool):
+        r.error(f"{path}.dynamic", "invalid_type", f"dynamic is true or false, not {json_type(dynamic)}")
+        dynamic = False
+    return Profile(
+        name=name,
+        resources=_vector(r, obj, path, "resources"),
+        dynamic=dynamic,
+        pools=tuple(pool for pool, _ in connections),
+        policies=_references(r, obj, path, "policies", "policy", MAX_POLICIES),
+        connection_names=tuple(display for _, display in connections),
+        description=_text(r, obj, path, "description", MAX_DESCRIPTION),
+    )
+
+
+def _read_connection(r: Reading, raw: object, path: str) -> tuple[str, str]:
+    """(pool, display name); the display name defaults to the pool's name."""
+    obj = _object(r, raw, path, CONNECTION, "a connection")
+    if obj is None:
+        return "", ""
+    pool = _reference(r, obj.get("pool", _MISSING), f"{path}.pool", "pool")
+    display = _text(r, obj, path, "name", MAX_CONNECTION_NAME, default=pool, required=True)
+    return pool, display
+
+
+def _read_policy(r: Reading, raw: object, path: str) -> Policy:
+    obj = _object(r, raw, path, POLICY, "a policy")
+    if obj is None:
+        return Policy("")
+    name = _name(r, obj, path, "policy")
+    quotas = tuple(_read_quota(r, item, f"{path}.quotas[{j}]")
+                   for j, item in enumerate(_list(r, obj, "quotas", f"{path}.quotas", MAX_QUOTAS)))
+    return Policy(
+        name=name,
+        priority=_priority(r, obj.get("priority", 0), f"{path}.priority"),
+        quotas=quotas,
+        group=_text(r, obj, path, "group", MAX_GROUP, required=True),
+        description=_text(r, obj, path, "description", MAX_DESCRIPTION),
+    )
+
+
+def _read_quota(r: Reading, raw: object, path: str) -> Quota:
+    obj = _object(r, raw, path, QUOTA, "a quota row")
+    if obj is None:
+        return Quota("", "")
+    scope = _reference(r, obj.get("scope", ALL_POOLS), f"{path}.scope", "scope")
+    key = obj.get("key", _MISSING)
+    if key is not _MISSING and not _is_key(key):
+        r.error(f"{path}.key", "invalid_key", f"{show(key)} is not a resource key: keys match {KEY_PATTERN.pattern}")
+    key = key if _is_key(key) else ""
+    reserved, limit = (_quantity(r, obj[f], f"{path}.{f}") if f in obj else None for f in ("reserved", "limit"))
+    if "reserved" not in obj and "limit" not in obj:
+        r.error(path, "required", "a quota row states reserved, limit or both")
+    if reserved is not None and limit is not None and reserved > limit:
+        r.error(f"{path}.reserved", "reserved_above_limit",
+                f"reserved {q(reserved)} {key} is above the limit of {q(limit)} {scope_text(brief(scope))}")
+    return Quota(scope, key, reserved, limit)
+
+
+# Field readers: each reports its own errors and returns a placeholder when the value is unusable.
+
+
+def _object(r: Reading, raw: object, path: str, fields: Fields, what: str) -> Mapping[Any, Any] | None:
+    if not isinstance(raw, Mapping):
+        r.error(path, "invalid_type", f"{what} must be an object, not {json_type(raw)}")
+        return None
+    for field in fields.required:
+        if field not in raw:
+            r.error(_child(path, field), "required", f"{field} is required")
+    known = fields.required + fields.optional
+    for field in raw:
+        if field not in known:
+            r.error(_child(path, field), "unknown_field",
+                    f"unknown field {show(field)}; {what} has {', '.join(known)}", blocking=False)
+    return raw
+
+
+def _list(r: Reading, obj: Mapping[Any, Any], field: str, path: str, limit: int) -> list[Any]:
+    raw = obj.get(field, _MISSING)
+    if raw is _MISSING:
+        return []  # reported as required
+    if not isinstance(raw, (list, tuple)):
+        r.error(path, "invalid_type", f"{field} must be an array, not {json_type(raw)}")
+        return []
+    if len(raw) > limit:
+        r.error(path, "too_many", f"{field} has {len(raw)} entries, at most {limit} are allowed")
+        return []
+    return list(raw)
+
+
+def _name(r: Reading, obj: Mapping[Any, Any], path: str, kind: str) -> str:
+    """The name as written when it is a string (references resolve even to a bad name), else ""."""
+    raw = obj.get("name", _MISSING)
+    if raw is _MISSING:
+        return ""
+    if not isinstance(raw, str):
+        r.error(f"{path}.name", "invalid_type", f"a {kind} name is a string, not {json_type(raw)}")
+        return ""
+    if not NAME_PATTERN.fullmatch(raw):
+        r.error(f"{path}.name", "invalid_name",
+                f"{show(raw)} is not a valid {kind} name: names match ^{NAME_PATTERN.pattern}$")
+    return raw
+
+
+def _reference(r: Reading, raw: object, path: str, kind: str) -> str:
+    """A name that refers to another entry (checked later), or "" when it is not a string."""
+    if raw is _MISSING:
+        return ""
+    if not isinstance(raw, str):
+        r.error(path, "invalid_type", f"a {kind} is named by a string, not {json_type(raw)}")
+        return ""
+    if not raw:
+        r.error(path, "required", f"the {kind} must not be empty")
+    return raw
+
+
+def _references(r: Reading, obj: Mapping[Any, Any], path: str, field: str, kind: str, limit: int) -> tuple[str, ...]:
+    items = _list(r, obj, field, f"{path}.{field}", limit)
+    return tuple(_reference(r, item, f"{path}.{field}[{j}]", kind) for j, item in enumerate(items))
+
+
+def _text(r: Reading, obj: Mapping[Any, Any], path: str, field: str, limit: int,
+          default: str = "", required: bool = False) -> str:
+    raw = obj.get(field, _MISSING)
+    if raw is _MISSING:
+        return default
+    at = f"{path}.{field}"
+    if not isinstance(raw, str):
+        r.error(at, "invalid_type", f"{field} is a string, not {json_type(raw)}")
+    elif len(raw) > limit:
+        r.error(at, "too_long", f"{field} has {len(raw)} characters, at most {limit} are allowed")
+    elif required and not raw.strip():
+        r.error(at, "required", f"{field} must not be empty")
+    else:
+        return raw
+    return default
+
+
+def _priority(r: Reading, raw: object, path: str) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        r.error(path, "invalid_type", f"priority is an integer, not {json_type(raw)}")
+        return 0
+    if not -MAX_PRIORITY <= raw <= MAX_PRIORITY:
+        r.error(path, "out_of_range", f"priority must be between -{MAX_PRIORITY:,} and {MAX_PRIORITY:,}")
+        return 0
+    return raw
+
+
+def _vector(r: Reading, obj: Mapping[Any, Any], path: str, field: str) -> Vector:
+    raw, at = obj.get(field, _MISSING), f"{path}.{field}"
+    if raw is _MISSING:
+        return Vector()
+    if not isinstance(raw, Mapping):
+        r.error(at, "invalid_type", f"{field} is an object of resource key → quantity, not {json_type(raw)}")
+        return Vector()
+    if len(raw) > MAX_KEYS:
+        r.error(at, "too_many", f"{field} has {len(raw)} keys, at most {MAX_KEYS} are allowed")
+        return Vector()
+    milli: dict[str, int] = {}
+    for key, value in raw.items():
+        if not _is_key(key):
+            r.error(_child(at, key), "invalid_key",
+                    f"{show(key)} is not a resource key: keys match {KEY_PATTERN.pattern}")
+            continue
+        amount = _quantity(r, value, f"{at}.{key}")
+        if amount is not None:
+            milli[key] = amount
+    return Vector(milli)
+
+
+def _quantity(r: Reading, raw: object, path: str) -> int | None:
+    try:
+        return parse_quantity(raw)
+    except (QuantityError, ValueError, ArithmeticError) as error:  # QuantityError is the contract; the rest guards it
+        label = path.rsplit(".", 1)[-1]
+        r.error(path, "invalid_quantity", f"{label} {error}")
+        return None
+
+
+def _is_key(key: object) -> bool:
+    # fullmatch: KEY_PATTERN ends in "$", which a plain match lets pass before a trailing newline.
+    return isinstance(key, str) and KEY_PATTERN.fullmatch(key) is not None
+
+
+def _child(path: str, field: object) -> str:
+    """``path.field``, or ``path`` alone when the field is not a short plain string."""
+    if not (isinstance(field, str) and 0 < len(field) <= 64 and re.fullmatch(r"[A-Za-z0-9_.-]+", field)):
+        return path
+    return f"{path}.{field}" if path else field
+

@@ -1,0 +1,332 @@
+"""The invariants of spec §10, checked on values: tests call these after every step, and the
+reconciler can run them on demand. Each check returns a list of ``Violation``; empty is clean.
+
+A key counts toward usage only where it is metered: on its pool, and at scope ``*`` summed over
+the pools that meter it (§1: an unmetered key is never checked there, so it cannot be bounded).
+
+>>> from datetime import datetime, timezone
+>>> from reconcile.model import Config, Pool, Request
+>>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+>>> small = Config(pools=(Pool("dc", Vector.of(gpu=2)),))
+>>> job = Request(1, "ml", "job", Vector.of(gpu=1.5, step_run=1), t0, State.ALLOCATED, pool="dc", allocated_at=t0)
+>>> two = Snapshot(t0, small, (job, replace(job, id=2)))
+>>> check_state(two)
+[Violation(invariant='I-1', message='pool dc: 3 gpu in use, above its capacity of 2')]
+
+The same usage after a provision shrank the pool is over-commitment (R-57), allowed as long as
+nothing new was granted on that key since the baseline:
+
+>>> big = Snapshot(t0, Config(pools=(Pool("dc", Vector.of(gpu=4)),)), two.requests)
+>>> check_state(two, baseline=big)
+[]
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from .model import ALL_POOLS, Config, Pool, Request, Snapshot, State
+from .plan import Decision, Plan
+from .planner import plan as plan_pass
+from .quantity import UNMETERED_BY_DEFAULT, Vector, format_quantity
+from .reasons import Reason
+from .transition import advance
+
+Tally = defaultdict  # (…, key) → milli-units
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    invariant: str  # "I-1" … "I-8"
+    message: str  # what is wrong, with the numbers
+
+
+def metered(pool: Pool, key: str) -> bool:
+    """§1: a key listed in the capacity is enforced; mcpu, memory_mb, step_run are not otherwise."""
+    return key in pool.capacity or key not in UNMETERED_BY_DEFAULT
+
+
+def check_state(snapshot: Snapshot, baseline: Snapshot | None = None) -> list[Violation]:
+    """I-1…I-4. With ``baseline`` (the state before the step), a bound exceeded only because a
+    provision lowered it is over-commitment, not a violation (R-57)."""
+    config, live = snapshot.config, _live(snapshot.requests)
+    fresh = live if baseline is None else _new_since(baseline, live)
+    now = (_pool_usage(config, live), _policy_usage(config, live))
+    grown = (_pool_usage(config, fresh), _policy_usage(config, fresh))
+    before = None if baseline is None else (
+        _pool_usage(config, _live(baseline.requests)), _policy_usage(config, _live(baseline.requests)))
+    found = []
+    for (pool, key), used in sorted(now[0].items()):
+        capacity = config.pool[pool].capacity.get(key, 0)
+        if used > capacity and not _excused((pool, key), 0, now, grown, before):
+            found.append(Violation("I-1", f"pool {pool}: {_q(used)} {key} in use, above its capacity of {_q(capacity)}"))
+    for policy in config.policies:
+        for row in policy.quotas:
+            used, at = now[1].get((policy.name, row.scope, row.key), 0), (policy.name, row.scope, row.key)
+            if row.limit is not None and used > row.limit and not _excused(at, 1, now, grown, before):
+                found.append(Violation("I-2", f"policy {policy.name} uses {_q(used)} {row.key} {_where(row.scope)}, "
+                                              f"above its limit of {_q(row.limit)}"))
+    return found + _check_reserved(config, live) + _check_allocations(snapshot)
+
+
+def _excused(at: tuple, kind: int, now: tuple, grown: tuple, before: tuple | None) -> bool:
+    """R-57: nothing new holds the key there, and usage has not grown since the baseline."""
+    return before is not None and not grown[kind].get(at) and now[kind][at] <= before[kind].get(at, 0)
+
+
+def _check_reserved(config: Config, live: list[Request]) -> list[Violation]:
+    """I-3: non-preemptible usage ≤ reserved at every scope; no row stating one means 0."""
+    np_usage = _policy_usage(config, [r for r in live if not r.preemptible])
+    bounds = {}
+    for (policy, scope, key) in np_usage:
+        if scope != ALL_POOLS and policy in config.policy:
+            rows = _bounds(config, policy, scope, key, "reserved")
+            for where, reserved in rows or [(scope, 0)]:
+                bounds[(policy, where, key)] = reserved
+    return [
+        Violation("I-3", f"non-preemptible requests of policy {policy} use {_q(np_usage[(policy, scope, key)])} "
+                         f"{key} {_where(scope)}, above its reservation of {_q(reserved)}")
+        for (policy, scope, key), reserved in sorted(bounds.items())
+        if np_usage[(policy, scope, key)] > reserved
+    ]
+
+
+def _check_allocations(snapshot: Snapshot) -> list[Violation]:
+    """I-4: ids are unique, and a live request holds capacity on exactly one known pool."""
+    found = [Violation("I-4", f"request id {i} appears {n} times") for i, n in
+             sorted(Counter(r.id for r in snapshot.requests).items()) if n > 1]
+    for r in _live(snapshot.requests):
+        if r.pool not in snapshot.config.pool:
+            found.append(Violation("I-4", f"request {r.id} is {r.state} on unknown pool {r.pool!r}"))
+    return found
+
+
+def check_usage(snapshot: Snapshot, cached) -> list[Violation]:
+    """I-5: a cached usage (the shape ``reconcile.ledger.Ledger`` keeps: ``pool_used``,
+    ``policy_used`` and ``policy_np``, every key counted) equals the sum over live allocations."""
+    expected = {"pool_used": Tally(lambda: Tally(int)), "policy_used": Tally(lambda: Tally(int)),
+                "policy_np": Tally(lambda: Tally(int))}
+    for r in _live(snapshot.requests):
+        targets = [("pool_used", r.pool), ("policy_used", (r.policy, r.pool)), ("policy_used", (r.policy, ALL_POOLS))]
+        if not r.preemptible:
+            targets += [("policy_np", (r.policy, r.pool)), ("policy_np", (r.policy, ALL_POOLS))]
+        for key, amount in r.resources.items():
+            for name, where in targets:
+                expected[name][where][key] += amount
+    found = []
+    for name, want in expected.items():
+        have = getattr(cached, name)
+        for where in sorted(set(want) | set(have), key=repr):
+            if Vector(want.get(where, {})) != Vector(have.get(where, {})):
+                found.append(Violation("I-5", f"{name}[{where}] is {Vector(have.get(where, {}))}, "
+                                              f"live allocations sum to {Vector(want.get(where, {}))}"))
+    return found
+
+
+def check_transition(before: Snapshot, after: Snapshot) -> list[Violation]:
+    """I-6: a request in a terminal state is still there, unchanged."""
+    later = {r.id: r for r in after.requests}
+    return [Violation("I-6", f"request {r.id} was {r.state}, then {later[r.id] if r.id in later else 'gone'}")
+            for r in before.requests if r.state.terminal and later.get(r.id) != r]
+
+
+def check_preemptions(snapshot: Snapshot, plan: Plan) -> list[Violation]:
+    """I-7: every preemption of ``plan`` obeys R-30, R-40, R-41 and R-44 on ``snapshot``.
+
+    Preemption runs after the time, queue and grant phases, so it is judged on their outcome:
+    this pass's grants are live, allocated at ``plan.now``."""
+    requests = _after_grants(snapshot, plan)
+    live = _live(requests.values())
+    seen = _Seen(snapshot.config, requests, live, _holds(requests))
+    found = []
+    for d in plan.preemptions:
+        why = "management is disabled (R-30)" if not snapshot.management_enabled else seen.unjustified(d)
+        if why:
+            found.append(Violation("I-7", f"request {d.request_id} preempted for request {d.preempted_by} "
+                                          f"on pool {d.pool}: {why}"))
+    return found
+
+
+class _Seen:
+    """The preemption phase as the plan reports it, decision by decision."""
+
+    def __init__(self, config: Config, requests: dict[int, Request], live: list[Request], holds: dict) -> None:
+        self.config, self.requests, self.live, self.holds = config, requests, live, holds
+        self.in_flight = set(holds)  # preemptors whose victims were already being evicted (R-40)
+        self.usage = _policy_usage(config, live)
+        self.np_usage = _policy_usage(config, [r for r in live if not r.preemptible])
+        self.claimed: set[int] = set()
+        self.last: int | None = None
+
+    def unjustified(self, d: Decision) -> str | None:
+        victim, h = self.requests.get(d.request_id), self.requests.get(d.preempted_by)
+        if d.request_id in self.claimed or victim is None or h is None:
+            return "the victim is claimed twice in one pass, or unknown (R-40)"
+        self.claimed.add(d.request_id)
+        why = self._preemptor(h, d) or self._victim(victim, h, d)
+        if self.last != h.id:  # R-45: from the next preemptor on, h's demand is held on this pool
+            self.holds.setdefault(h.id, (d.pool, h))
+            self.last = h.id
+        return why
+
+    def _preemptor(self, h: Request, d: Decision) -> str | None:
+        """R-40: h is pending, without victims in flight, and its own quota allows it on the pool."""
+        held = self.holds.get(h.id)
+        if h.state != State.PENDING or h.id in self.in_flight or (held and (self.last != h.id or held[0] != d.pool)):
+            return f"the preemptor is {h.state}, or already has victims in flight (R-40)"
+        if d.pool not in self.config.profile[h.profile].pools:
+            return f"pool {d.pool} is not connected to profile {h.profile} (R-40)"
+        pool = self.config.pool[d.pool]
+        for key, amount in h.resources.items():
+            if not metered(pool, key):
+                continue
+            limits = _bounds(self.config, h.policy, d.pool, key, "limit")
+            reserved = _bounds(self.config, h.policy, d.pool, key, "reserved") or [(d.pool, 0)]
+            if any(self.usage[(h.policy, s, key)] + amount > b for s, b in limits) or (not h.preemptible and any(
+                    self.np_usage[(h.policy, s, key)] + amount > b for s, b in reserved)):
+                return f"its own limit or reservation of {key} is short; evicting others cannot cure it (R-40)"
+        return None
+
+    def _victim(self, victim: Request, h: Request, d: Decision) -> str | None:
+        """R-41 and the reason of R-44."""
+        if victim.state != State.ALLOCATED or not victim.preemptible or victim.policy == h.policy or victim.pool != d.pool:
+            return (f"the victim is {victim.state}, preemptible={victim.preemptible}, of policy {victim.policy}, "
+                    f"on pool {victim.pool} (R-41)")
+        lacking = self._lacking(h, d.pool)
+        if not any(victim.resources.get(key) for key in lacking):
+            return f"the victim holds none of the keys the preemptor is short of ({', '.join(lacking)}) (R-41)"
+        low, high = self.config.policy[victim.policy].priority, self.config.policy[h.policy].priority
+        rule = Reason.PREEMPTED_BY_PRIORITY if low < high else Reason.RECLAIMED
+        if d.reason != rule:
+            return f"reason {d.reason}, where the rule that applies gives {rule} (R-44)"
+        if low < high:
+            return None
+        if not _in_share(self.config, self.usage, h, self.config.pool[d.pool]):
+            return f"priority {low} is not below {high} and the preemptor would borrow (R-41)"
+        borrowed = _borrowed(self.config, self.live, victim.policy)[victim.id]
+        if not any(borrowed.get(key) for key in lacking):
+            return f"priority {low} is not below {high} and the victim holds no borrowed {', '.join(lacking)} (R-41)"
+        return None
+
+    def _lacking(self, h: Request, pool_name: str) -> list[str]:
+        """R-20: the metered keys of h short on the pool, counting what is held for others (R-45)."""
+        pool, lacking = self.config.pool[pool_name], []
+        for key, amount in sorted(h.resources.items()):
+            if key in pool.capacity:
+                used = sum(r.resources.get(key, 0) for r in self.live if r.pool == pool_name)
+                held = sum(x.resources.get(key, 0) for i, (p, x) in self.holds.items() if p == pool_name and i != h.id)
+                if used + held + amount > pool.capacity[key]:
+                    lacking.append(key)
+        return lacking
+
+
+def _after_grants(snapshot: Snapshot, plan: Plan) -> dict[int, Request]:
+    """Every request as the preemption phase sees it: expiries, evictions, removals and grants done."""
+    requests = {r.id: r for r in snapshot.requests}
+    for d in (*plan.expiries, *plan.evictions, *plan.cancellations, *plan.rejections, *plan.grants):
+        r = requests[d.request_id]
+        granted = d.state == State.ALLOCATED
+        requests[r.id] = replace(r, state=d.state, pool=d.pool if granted else r.pool,
+                                 allocated_at=plan.now if granted else r.allocated_at)
+    return requests
+
+
+def _holds(requests: dict[int, Request]) -> dict[int, tuple[str, Request]]:
+    """R-45: a pending request whose victims are still preempting holds its demand on their pool."""
+    holds = {}
+    for victim in requests.values():
+        h = requests.get(victim.preempted_by) if victim.state == State.PREEMPTING else None
+        if h is not None and h.state == State.PENDING:
+            holds.setdefault(h.id, (victim.pool, h))
+    return holds
+
+
+def _in_share(config: Config, usage: Tally, h: Request, pool: Pool) -> bool:
+    """R-32.2: usage + R ≤ reserved for every metered key at every applicable scope (none = 0)."""
+    for key, amount in h.resources.items():
+        if metered(pool, key):
+            rows = _bounds(config, h.policy, pool.name, key, "reserved") or [(pool.name, 0)]
+            if any(usage[(h.policy, scope, key)] + amount > reserved for scope, reserved in rows):
+                return False
+    return True
+
+
+def _borrowed(config: Config, live: list[Request], policy: str) -> dict[int, dict[str, int]]:
+    """§1: oldest first, each allocation consumes what is left of the reservation at each
+    applicable scope; what exceeds it at any scope is borrowed."""
+    consumed, borrowed = Tally(int), {}
+    for a in sorted((r for r in live if r.policy == policy), key=lambda r: (r.allocated_at, r.id)):
+        units = borrowed[a.id] = {}
+        for key, amount in a.resources.items():
+            if metered(config.pool[a.pool], key):
+                over = 0
+                for scope, reserved in _bounds(config, policy, a.pool, key, "reserved") or [(a.pool, 0)]:
+                    consumed[(scope, key)] += amount
+                    over = max(over, min(amount, consumed[(scope, key)] - reserved))
+                units[key] = over
+    return borrowed
+
+
+def check_idempotent(snapshot: Snapshot, first: Plan | None = None) -> list[Violation]:
+    """I-8: plan, apply, plan again on the same ``now``: the second pass changes nothing.
+    ``first`` is the plan already made for ``snapshot``, to save making it again."""
+    after = advance(snapshot, first if first is not None else plan_pass(snapshot))
+    second = plan_pass(after)
+    found = [Violation("I-8", f"second pass: request {d.request_id} {d.from_state} → {d.state} ({d.reason})")
+             for d in second.decisions()]
+    again = {r.id: r for r in advance(after, second).requests}
+    found += [Violation("I-8", f"second pass: request {r.id} reason {r.reason} → {again[r.id].reason}")
+              for r in after.requests if again[r.id] != r and not found]
+    return found
+
+
+# --- usage ---------------------------------------------------------------------------------
+
+
+def _live(requests: Iterable[Request]) -> list[Request]:
+    return [r for r in requests if r.state.live]
+
+
+def _new_since(baseline: Snapshot, live: list[Request]) -> list[Request]:
+    """Allocations that were not live, on the same pool since the same moment, in ``baseline``."""
+    old = {(r.id, r.pool, r.allocated_at) for r in _live(baseline.requests)}
+    return [r for r in live if (r.id, r.pool, r.allocated_at) not in old]
+
+
+def _pool_usage(config: Config, live: list[Request]) -> Tally:
+    usage = Tally(int)
+    for r in live:
+        pool = config.pool.get(r.pool)
+        for key, amount in r.resources.items():
+            if pool is not None and metered(pool, key):
+                usage[(r.pool, key)] += amount
+    return usage
+
+
+def _policy_usage(config: Config, live: list[Request]) -> Tally:
+    """(policy, scope, key) → metered usage, at each pool and at ``*``."""
+    usage = Tally(int)
+    for r in live:
+        pool = config.pool.get(r.pool)
+        for key, amount in r.resources.items():
+            if pool is not None and metered(pool, key):
+                usage[(r.policy, r.pool, key)] += amount
+                usage[(r.policy, ALL_POOLS, key)] += amount
+    return usage
+
+
+def _bounds(config: Config, policy: str, pool: str, key: str, side: str) -> list[tuple[str, int]]:
+    """The applicable rows (scope ``pool`` or ``*``) that state ``side``: (scope, amount)."""
+    rows = config.policy[policy].quotas if policy in config.policy else ()
+    return [(q.scope, getattr(q, side)) for q in rows
+            if q.key == key and q.scope in (pool, ALL_POOLS) and getattr(q, side) is not None]
+
+
+def _q(milli: int) -> str:
+    return str(format_quantity(milli))
+
+
+def _where(scope: str) -> str:
+    return "across all pools" if scope == ALL_POOLS else f"on pool {scope}"

@@ -21,16 +21,33 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from .model import Request
+from datetime import datetime
+from operator import attrgetter
+from typing import NamedTuple
+
+from .model import Request, State
+from .quantity import Vector
 from .quota import TermsCache
 
 
-def borrowed_units(terms: TermsCache, policy: str, live: Iterable[Request]) -> dict[int, dict[str, int]]:
+class Allocation(NamedTuple):
+    """A live allocation made by this pass: what borrowing and preemption read of a request."""
+
+    id: int
+    policy: str
+    pool: str
+    resources: Vector
+    preemptible: bool
+    allocated_at: datetime
+    state: State = State.ALLOCATED
+
+
+def borrowed_units(terms: TermsCache, policy: str, live: Iterable[Request | Allocation]) -> dict[int, dict[str, int]]:
     """Borrowed milli-units per metered key of each live allocation of ``policy`` (by request id)."""
     pools = terms.config.pool
     consumed: defaultdict[tuple[str, str], int] = defaultdict(int)
     borrowed: dict[int, dict[str, int]] = {}
-    mine = sorted((r for r in live if r.policy == policy), key=lambda r: (r.allocated_at, r.id))
+    mine = sorted((r for r in live if r.policy == policy), key=attrgetter("allocated_at", "id"))
     for allocation in mine:
         units: dict[str, int] = {}
         pool_terms = terms(policy, allocation.pool) if allocation.pool in pools and policy in terms.config.policy else None

@@ -22,41 +22,36 @@ DISABLED = "resource management is disabled: nothing is granted until it is enab
 
 
 def explain_waiting(
-    runs: Sequence[Run], ledger: Ledger, victims_of: Mapping[int, list[int]], enabled: bool
+    ordered: Sequence[QueueGroup], queues: Mapping[str, Sequence[Run]], ledger: Ledger,
+    victims_of: Mapping[int, list[int]], enabled: bool,
 ) -> dict[int, Waiting]:
-    """Waiting (reason, message, position, queue pool) for every request of ``runs``, in order."""
+    """Waiting (reason, message, position, queue pool) for every request in the pools' queues."""
     by_pool: dict[int, list[tuple[str, Reason, str]]] = {}
     first_waiter: dict[str, tuple[int, Request, str]] = {}  # pool → the first request short of room there
     if enabled:
-        for group, members in runs:
-            if id(group) not in by_pool:
-                by_pool[id(group)] = _pool_reasons(group, ledger)
+        for group in ordered:
+            by_pool[id(group)] = _group_reasons(group, ledger)
             for pool, reason, _ in by_pool[id(group)]:
                 if reason in _ROOM and pool not in first_waiter:
-                    first_waiter[pool] = (group.priority, members[0], group.policy)
-    judged: dict[int, tuple[Reason, str]] = {}
-    positions: dict[str, int] = {}
+                    first_waiter[pool] = (group.priority, group.waiting[0], group.policy)
+    judged = {id(group): _overall(_behind_higher_priority(group, by_pool[id(group)], first_waiter))
+              if enabled else (Reason.MANAGEMENT_DISABLED, DISABLED) for group in ordered}
     waiting: dict[int, Waiting] = {}
-    for group, members in runs:
-        queue = group.pools[0]
-        start = positions.get(queue, 0)
-        positions[queue] = start + len(members)
-        if not enabled:
-            reason, message = Reason.MANAGEMENT_DISABLED, DISABLED
-        elif id(group) in judged:
+    for queue, runs in queues.items():
+        place = 0
+        for group, members in runs:
             reason, message = judged[id(group)]
-        else:
-            reason, message = judged[id(group)] = _overall(_behind_higher_priority(group, by_pool[id(group)], first_waiter))
-        if enabled and (group.holder is not None or group.preempted):
-            for place, request in enumerate(members, start + 1):
-                if request.id in ledger.holds:
-                    waiting[request.id] = Waiting(*_preemptor_reason(request.id, group, ledger, victims_of),
-                                                  place, queue)
-                else:
-                    waiting[request.id] = Waiting(reason, message, place, queue)
-        else:
-            waiting.update({request.id: Waiting(reason, message, place, queue)
-                            for place, request in enumerate(members, start + 1)})
+            if enabled and (group.holder is not None or group.preempted):
+                for place, request in enumerate(members, place + 1):
+                    if request.id in ledger.holds:
+                        waiting[request.id] = Waiting(*_preemptor_reason(request.id, group, ledger, victims_of),
+                                                      place, queue)
+                    else:
+                        waiting[request.id] = Waiting(reason, message, place, queue)
+            else:
+                waiting.update({request.id: Waiting(reason, message, at, queue)
+                                for at, request in enumerate(members, place + 1)})
+                place += len(members)
     return waiting
 
 
@@ -66,9 +61,10 @@ _ROOM = (Reason.WAITING_FOR_CAPACITY, Reason.BLOCKED_BY_HIGHER_PRIORITY)
 def _preemptor_reason(request_id: int, group: QueueGroup, ledger: Ledger, victims_of) -> tuple[Reason, str]:
     """A preemptor waits for its victims, unless its own policy stops it on that pool (§9)."""
     pool = ledger.holds[request_id].pool
-    for where, reason, message in _pool_reasons(group, ledger, request_id):
-        if where == pool and reason in _OWN_POLICY:
-            return reason, message
+    with ledger.as_seen_by(request_id):
+        for where, reason, message in _pool_reasons(group, ledger, only=pool):
+            if reason in _OWN_POLICY:
+                return reason, message
     victims = ", ".join(map(str, victims_of.get(request_id, ())))
     if not victims:
         return Reason.WAITING_FOR_PREEMPTION, f"capacity on pool {pool} is held for it; its victims have left"
@@ -79,14 +75,20 @@ def _preemptor_reason(request_id: int, group: QueueGroup, ledger: Ledger, victim
 _OWN_POLICY = (Reason.WAITING_FOR_RESERVATION, Reason.WAITING_FOR_QUOTA)
 
 
-def _pool_reasons(group: QueueGroup, ledger: Ledger, request_id: int | None = None) -> list[tuple[str, Reason, str]]:
-    """Per eligible pool: the condition others finishing cannot cure, first."""
+def _group_reasons(group: QueueGroup, ledger: Ledger) -> list[tuple[str, Reason, str]]:
+    with ledger.as_seen_by(group.holder):
+        return _pool_reasons(group, ledger)
+
+
+def _pool_reasons(group: QueueGroup, ledger: Ledger, only: str | None = None) -> list[tuple[str, Reason, str]]:
+    """Per eligible pool (or ``only`` that one): the condition others finishing cannot cure, first."""
     found = []
     for pool, terms in zip(group.pools, group.terms):
-        seen_by = group.holder if request_id is None else request_id
-        limit = ledger.over_limit(terms, group.resources, seen_by)
-        reserved = ledger.over_reserved(terms, group.resources, group.preemptible, seen_by)
-        short = ledger.room_short(terms, group.resources, seen_by)
+        if only is not None and pool != only:
+            continue
+        limit = ledger.over_limit(terms, group.resources)
+        reserved = ledger.over_reserved(terms, group.resources, group.preemptible)
+        short = ledger.room_short(terms, group.resources)
         # Both are the policy's own; the reservation goes first because it outlasts the limit:
         # preemptible work finishing cures the limit, not the non-preemptible share.
         if reserved is not None:
@@ -99,23 +101,23 @@ def _pool_reasons(group: QueueGroup, ledger: Ledger, request_id: int | None = No
             found.append((pool, Reason.WAITING_FOR_QUOTA,
                           f"policy {group.policy} has {_q(usage)} of its limit of {_q(bound)} {key} in use {_where(scope)}"))
         elif short:
-            found.append(_room_reason(pool, terms.keys, seen_by, ledger, short))
+            found.append(_room_reason(pool, terms.keys, ledger, short))
         else:  # it fits: only a pass that has not run yet leaves such a request pending
             found.append((pool, Reason.WAITING_FOR_CAPACITY, f"pool {pool} has room; the next pass grants it"))
     return found
 
 
-def _room_reason(pool: str, keys, seen_by: int | None, ledger: Ledger, short: dict[str, int]):
-    used = ledger.pool_used[pool]
+def _room_reason(pool: str, keys, ledger: Ledger, short: dict[str, int]):
+    used, held_here = ledger.pool_used[pool], ledger.held.get(pool, {})
     parts, held_only = [], True
     for key, lack in sorted(short.items()):
-        held = ledger.held_for_others(pool, key, seen_by)
+        held = held_here.get(key, 0)
         in_use = used.get(key, 0)
         held_note = f", {_q(held)} held for preemptors" if held else ""
         parts.append(f"{_q(lack)} {key} ({_q(in_use)} of {_q(keys[key].capacity)} in use{held_note})")
         held_only = held_only and lack <= held
     if held_only:
-        holders = sorted(h for h, hold in ledger.holds.items() if hold.pool == pool and h != seen_by)
+        holders = sorted(h for h, hold in ledger.holds.items() if hold.pool == pool)
         return (pool, Reason.BLOCKED_BY_HIGHER_PRIORITY,
                 f"pool {pool} is short of {', '.join(parts)}: the capacity is held for request(s) "
                 f"{', '.join(map(str, holders))}, served first")

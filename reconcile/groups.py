@@ -8,6 +8,7 @@ members oldest first, so a queue of 10,000 identical jobs costs one fit check pe
 
 from __future__ import annotations
 
+from collections import defaultdict
 from itertools import groupby
 from operator import attrgetter, itemgetter
 
@@ -23,7 +24,7 @@ by_submission = attrgetter("submitted_at", "id")  # R-32.5, the tail of the serv
 class QueueGroup:
     __slots__ = (
         "policy", "profile", "resources", "preemptible", "holder", "priority", "rank",
-        "members", "next", "pools", "terms", "execution", "cursor", "version", "watching", "preempted",
+        "members", "next", "pools", "terms", "execution", "cursor", "version", "watching", "preempted", "key",
     )
 
     def __init__(self, policy: str, profile: str, resources: Vector, preemptible: bool, holder: int | None) -> None:
@@ -39,6 +40,7 @@ class QueueGroup:
         self.version = 0  # bumped at each re-evaluation; older heap entries are stale
         self.watching: tuple[tuple[str, str], ...] = ()
         self.preempted = False  # some member found victims in this pass
+        self.key: tuple = ()  # R-32 key of its oldest waiting member, set by service_order
 
     @property
     def waiting(self) -> list[Request]:
@@ -55,33 +57,45 @@ class QueueGroup:
 Run = tuple[QueueGroup, list[Request]]
 
 
-def service_runs(groups: list[QueueGroup], ledger: Ledger) -> list[Run]:
-    """Every request still pending, in R-32 order judged at its most preferred eligible pool.
-
-    The order comes as runs of consecutive members of one group, so later phases work per group:
-    groups are sorted by their head's service key; only groups whose keys tie up to the
-    submission time (same priority, share, execution place and rank) have their members merged.
-    """
-    keyed = []
+def service_order(groups: list[QueueGroup], ledger: Ledger) -> list[QueueGroup]:
+    """Groups with waiting members, sorted by the R-32 service key of their oldest waiting member,
+    judged at their most preferred eligible pool; the key is kept on the group."""
+    ordered = []
     for group in groups:
         waiting = group.waiting
         if waiting:
             head = waiting[0]
-            in_share = ledger.in_share(group.terms[0], group.resources)
-            keyed.append((service_key(group.priority, in_share, group.execution[0], group.rank,
-                                      head.submitted_at, head.id), group))
-    keyed.sort(key=itemgetter(0))
-    runs: list[Run] = []
-    for _, tied in groupby(keyed, key=_rank_part):
-        block = [group for _, group in tied]
-        if len(block) == 1:
-            runs.append((block[0], block[0].waiting))
-            continue
-        merged = sorted((m.submitted_at, m.id, i, m) for i, group in enumerate(block) for m in group.waiting)
-        for i, members in groupby(merged, key=itemgetter(2)):
-            runs.append((block[i], [entry[3] for entry in members]))
-    return runs
+            in_share = ledger.in_share(group.terms[0], group.resources, group.holder)
+            group.key = service_key(group.priority, in_share, group.execution[0], group.rank,
+                                    head.submitted_at, head.id)
+            ordered.append(group)
+    ordered.sort(key=attrgetter("key"))
+    return ordered
 
 
-def _rank_part(entry: tuple) -> tuple:
-    return entry[0][:4]  # the service key without submission time and id
+def pool_queues(ordered: list[QueueGroup]) -> dict[str, list[Run]]:
+    """Each pool's queue in R-32 order — the requests whose most preferred eligible pool it is.
+
+    On one pool, the execution place names the profile and the rank the policy, so keys tie up
+    to the submission time only within one queue (groups of other shapes): only those groups have
+    their members merged, in runs of consecutive members of one group."""
+    by_pool: defaultdict[str, list[QueueGroup]] = defaultdict(list)
+    for group in ordered:
+        by_pool[group.pools[0]].append(group)
+    queues: dict[str, list[Run]] = {}
+    for pool, groups in by_pool.items():
+        runs: list[Run] = []
+        queues[pool] = runs
+        for _, tied in groupby(groups, key=_rank_part):
+            block = list(tied)
+            if len(block) == 1:
+                runs.append((block[0], block[0].waiting))
+                continue
+            merged = sorted((m.submitted_at, m.id, i, m) for i, group in enumerate(block) for m in group.waiting)
+            for i, members in groupby(merged, key=itemgetter(2)):
+                runs.append((block[i], [entry[3] for entry in members]))
+    return queues
+
+
+def _rank_part(group: QueueGroup) -> tuple:
+    return group.key[:4]  # the service key without submission time and id

@@ -139,7 +139,7 @@ def check_preemptions(snapshot: Snapshot, plan: Plan) -> list[Violation]:
     this pass's grants are live, allocated at ``plan.now``."""
     requests = _after_grants(snapshot, plan)
     live = _live(requests.values())
-    seen = _Seen(snapshot.config, requests, live, _holds(requests))
+    seen = _Seen(snapshot.config, requests, live)
     found = []
     for d in plan.preemptions:
         why = "management is disabled (R-30)" if not snapshot.management_enabled else seen.unjustified(d)
@@ -152,9 +152,11 @@ def check_preemptions(snapshot: Snapshot, plan: Plan) -> list[Violation]:
 class _Seen:
     """The preemption phase as the plan reports it, decision by decision."""
 
-    def __init__(self, config: Config, requests: dict[int, Request], live: list[Request], holds: dict) -> None:
-        self.config, self.requests, self.live, self.holds = config, requests, live, holds
-        self.in_flight = set(holds)  # preemptors whose victims were already being evicted (R-40)
+    def __init__(self, config: Config, requests: dict[int, Request], live: list[Request]) -> None:
+        self.config, self.requests, self.live = config, requests, live
+        self.holds = _holds(requests)  # preemptor → (pool, itself); grows as the pass preempts (R-45)
+        self.in_flight = {r.preempted_by for r in live if r.state == State.PREEMPTING}  # R-40
+        self.served: dict[int, str] = {}  # preemptor → the pool of the victims it took in this pass
         self.usage = _policy_usage(config, live)
         self.np_usage = _policy_usage(config, [r for r in live if not r.preemptible])
         self.claimed: set[int] = set()
@@ -166,15 +168,15 @@ class _Seen:
             return "the victim is claimed twice in one pass, or unknown (R-40)"
         self.claimed.add(d.request_id)
         why = self._preemptor(h, d) or self._victim(victim, h, d)
-        if self.last != h.id:  # R-45: from the next preemptor on, h's demand is held on this pool
-            self.holds.setdefault(h.id, (d.pool, h))
-            self.last = h.id
+        self.served.setdefault(h.id, d.pool)
+        self.holds.setdefault(h.id, (d.pool, h))  # R-45: for the preemptors after h
+        self.last = h.id
         return why
 
     def _preemptor(self, h: Request, d: Decision) -> str | None:
         """R-40: h is pending, without victims in flight, and its own quota allows it on the pool."""
-        held = self.holds.get(h.id)
-        if h.state != State.PENDING or h.id in self.in_flight or (held and (self.last != h.id or held[0] != d.pool)):
+        served = self.served.get(h.id)
+        if h.state != State.PENDING or h.id in self.in_flight or (served and (self.last != h.id or served != d.pool)):
             return f"the preemptor is {h.state}, or already has victims in flight (R-40)"
         if d.pool not in self.config.profile[h.profile].pools:
             return f"pool {d.pool} is not connected to profile {h.profile} (R-40)"
@@ -234,8 +236,8 @@ def _after_grants(snapshot: Snapshot, plan: Plan) -> dict[int, Request]:
 
 
 def _holds(requests: dict[int, Request]) -> dict[int, tuple[str, Request]]:
-    """R-45: a pending request whose victims are still preempting holds its demand on their pool."""
-    holds = {}
+    """R-45: a pending preemptor holds its whole demand on its victims' pool until it is granted."""
+    holds = {r.id: (r.held_pool, r) for r in requests.values() if r.state == State.PENDING and r.held_pool}
     for victim in requests.values():
         h = requests.get(victim.preempted_by) if victim.state == State.PREEMPTING else None
         if h is not None and h.state == State.PENDING:

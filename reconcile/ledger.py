@@ -111,7 +111,7 @@ class Ledger:
         return hold
 
     @contextmanager
-    def _as_seen_by(self, request_id: int | None) -> Iterator[None]:
+    def as_seen_by(self, request_id: int | None) -> Iterator[None]:
         """A preemptor's own hold is not in its way: set it aside while judging that request."""
         if request_id is None or request_id not in self.holds:
             yield
@@ -127,7 +127,7 @@ class Ledger:
     def fits(self, terms: PoolTerms, resources: Vector, preemptible: bool, request_id: int | None = None) -> bool:
         """R-20, R-21 and R-22 together: could the request be granted on this pool now?"""
         if request_id in self.holds:
-            with self._as_seen_by(request_id):
+            with self.as_seen_by(request_id):
                 return self.fits(terms, resources, preemptible)
         # The hot path of a pass: written out rather than composed from the checks below.
         used = self.pool_used[terms.pool]
@@ -151,7 +151,7 @@ class Ledger:
     def room_short(self, terms: PoolTerms, resources: Vector, request_id: int | None = None) -> dict[str, int]:
         """R-20: per metered key, how much the pool lacks (in use + held for others + R − capacity)."""
         if request_id in self.holds:
-            with self._as_seen_by(request_id):
+            with self.as_seen_by(request_id):
                 return self.room_short(terms, resources)
         used, held = self.pool_used[terms.pool], self.held.get(terms.pool) or {}
         short = {}
@@ -176,13 +176,9 @@ class Ledger:
         """R-32.2: usage + R ≤ effective reserved for every metered key at every scope."""
         return self._breach(terms, resources, request_id, self.policy_used, "reserved") is None
 
-    def held_for_others(self, pool: str, key: str, request_id: int | None = None) -> int:
-        with self._as_seen_by(request_id):
-            return self.held.get(pool, {}).get(key, 0)
-
     def _breach(self, terms: PoolTerms, resources: Vector, request_id: int | None, usage_of, bounds: str):
         if request_id in self.holds:
-            with self._as_seen_by(request_id):
+            with self.as_seen_by(request_id):
                 return _first_breach(terms, resources, usage_of, bounds)
         return _first_breach(terms, resources, usage_of, bounds)
 

@@ -37,10 +37,11 @@ def victim_key(priority: int, borrowed: bool, allocated_at: datetime | int, requ
     3. newest allocation first;
     4. then id, highest (newest) first.
     """
-    return (priority, 0 if borrowed else 1, -_micros(allocated_at), -request_id)
+    return (priority, 0 if borrowed else 1, -micros(allocated_at), -request_id)
 
 
-def _micros(moment: datetime | int) -> int:
+def micros(moment: datetime | int) -> int:
+    """A time as an integer of microseconds since 1970, exact; an int is taken as already so."""
     if isinstance(moment, datetime):
         return (moment - _EPOCH) // _MICROSECOND
     return moment

@@ -23,13 +23,14 @@ The phases, each deciding on the working copy the previous one left:
 
 from __future__ import annotations
 
+import gc
 import heapq
 from collections import defaultdict
-from dataclasses import replace
 
 from . import lifecycle
+from .borrowing import Allocation
 from .explain import explain_waiting
-from .groups import QueueGroup, by_submission, service_runs
+from .groups import QueueGroup, by_submission, pool_queues, service_order
 from .ledger import Ledger
 from .model import Request, Snapshot, State
 from .quantity import sum_resources
@@ -43,7 +44,15 @@ from .reasons import Reason
 
 def plan(snapshot: Snapshot) -> Plan:
     """Decide one pass. Pure: ``snapshot`` is read, never changed."""
-    return _Pass(snapshot).run()
+    # A pass allocates ~10^5 short-lived objects and no cycles; the cyclic collector would only
+    # rescan them (a fifth of the time at 10^5 requests), so it waits until the pass is done.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _Pass(snapshot).run()
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class _Pass:
@@ -66,11 +75,11 @@ class _Pass:
         if enabled:  # R-30
             while self._grant_round(groups):
                 pass
-        runs = service_runs(groups, self.ledger)
+        ordered = service_order(groups, self.ledger)
         preemption = Preemption(self.config, self.terms, self.ledger, self.live, self.victims_of)
         if enabled:
-            preemption.run(runs)
-        waiting = explain_waiting(runs, self.ledger, self.victims_of, enabled)
+            preemption.run(ordered)
+        waiting = explain_waiting(ordered, pool_queues(ordered), self.ledger, self.victims_of, enabled)
         return Plan(
             self.now, tuple(self.expiries), tuple(self.evictions), tuple(self.cancellations),
             tuple(self.rejections), tuple(self.grants), tuple(preemption.decisions), tuple(preemption.holds), waiting,
@@ -243,7 +252,7 @@ class _Pass:
         pool = group.pools[group.cursor]
         self.ledger.charge(request.policy, pool, request.resources, request.preemptible)
         self.grants.append(_decision(request, State.ALLOCATED, Reason.GRANTED, f"granted on pool {pool}", pool=pool))
-        self.live.append(replace(request, state=State.ALLOCATED, pool=pool, allocated_at=self.now))
+        self.live.append(Allocation(request.id, request.policy, pool, request.resources, request.preemptible, self.now))
         held_on = self.ledger.release_hold(request.id)  # R-45: the hold ends when H is granted
         return pool, held_on is not None and held_on != pool
 

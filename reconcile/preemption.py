@@ -13,15 +13,16 @@ True
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 from .borrowing import borrowed_units
-from .groups import QueueGroup, Run
+from .groups import QueueGroup
 from .ledger import Ledger
 from .model import Config, Request, State
-from .ordering import victim_key
+from .ordering import micros, victim_key
 from .plan import Decision
 from .quantity import sum_resources
 from .quota import TermsCache
@@ -69,29 +70,32 @@ class Preemption:
         self.decisions: list[Decision] = []
         self.holds: list[Decision] = []
         self.claimed: set[int] = set()
-        self.borrowed: dict[str, dict[int, dict[str, int]]] = {}
+        self.borrowed: dict[str, dict[int, set[str]]] = {}
         self.by_policy: defaultdict[str, list[Request]] = defaultdict(list)
-        self.on_pool: defaultdict[str, list[Request]] = defaultdict(list)
+        # pool → (priority, allocation time in µs, victim) of its preemptible allocations
+        self.on_pool: defaultdict[str, list[tuple[int, int, Request]]] = defaultdict(list)
         self.lowest: dict[str, int] = {}  # pool → lowest priority among its preemptible allocations
         for request in live:
             self.by_policy[request.policy].append(request)
             if request.state is State.ALLOCATED and request.preemptible:
-                self.on_pool[request.pool].append(request)
                 priority = config.policy[request.policy].priority if request.policy in config.policy else 0
+                self.on_pool[request.pool].append((priority, micros(request.allocated_at), request))
                 self.lowest[request.pool] = min(priority, self.lowest.get(request.pool, priority))
 
-    def run(self, runs: list[Run]) -> list[Decision]:
-        failed: set[int] = set()
-        for group, members in runs:
-            if id(group) in failed:
-                continue
-            for request in members:
-                if request.id in self.ledger.holds:
-                    continue  # it holds capacity already (R-45)
-                if not self._find_victims(group, request):
-                    failed.add(id(group))
-                    break
-        return self.decisions
+    def run(self, ordered: list[QueueGroup]) -> None:
+        """Preemptors in R-32 order (judged once, after the grants): a merge of the groups' members
+        by a heap of groups, so a group that fails leaves the heap with all its members."""
+        heap = [(group.key, 0, group) for group in ordered]
+        heapq.heapify(heap)
+        while heap:
+            key, index, group = heapq.heappop(heap)
+            members = group.waiting
+            request = members[index]
+            if request.id not in self.ledger.holds and not self._find_victims(group, request):
+                continue  # the rest of the group cannot find victims either
+            if index + 1 < len(members):
+                after = members[index + 1]
+                heapq.heappush(heap, (key[:4] + (after.submitted_at, after.id), index + 1, group))
 
     def _find_victims(self, group: QueueGroup, preemptor: Request) -> bool:
         ledger, resources = self.ledger, group.resources
@@ -116,24 +120,24 @@ class Preemption:
 
     def _candidates(self, pool: str, group: QueueGroup, short: dict[str, int], in_share: bool) -> list[Request]:
         """R-41 victims on ``pool`` for a preemptor of ``group``, in R-42 order."""
-        policies = self.config.policy
         found = []
-        for victim in self.on_pool[pool]:
-            if victim.id in self.claimed or victim.policy == group.policy:
+        short_keys = short.keys()
+        for victim_priority, allocated, victim in self.on_pool[pool]:
+            if victim.id in self.claimed or victim.policy == group.policy or short_keys.isdisjoint(victim.resources):
                 continue
-            if not any(victim.resources.get(key, 0) for key in short):
-                continue
-            victim_priority = policies[victim.policy].priority
-            borrowed = self._borrowed(victim.policy)[victim.id]
-            borrows = any(borrowed.get(key, 0) for key in short)
-            if victim_priority < group.priority or (in_share and borrows):
-                found.append((victim_key(victim_priority, borrows, victim.allocated_at, victim.id), victim))
+            if victim_priority >= group.priority and not in_share:
+                continue  # neither rule of R-41
+            borrows = not short_keys.isdisjoint(self._borrowing(victim.policy)[victim.id])
+            if victim_priority < group.priority or borrows:
+                found.append((victim_key(victim_priority, borrows, allocated, victim.id), victim))
         found.sort(key=_first)
         return [victim for _, victim in found]
 
-    def _borrowed(self, policy: str) -> dict[int, dict[str, int]]:
+    def _borrowing(self, policy: str) -> dict[int, set[str]]:
+        """Per live allocation of ``policy``, the keys of which it holds borrowed units."""
         if policy not in self.borrowed:
-            self.borrowed[policy] = borrowed_units(self.terms, policy, self.by_policy[policy])
+            units = borrowed_units(self.terms, policy, self.by_policy[policy])
+            self.borrowed[policy] = {id: {key for key, amount in held.items() if amount} for id, held in units.items()}
         return self.borrowed[policy]
 
     def _evict_for(self, preemptor: Request, group: QueueGroup, pool: str, victims: list[Request]) -> None:

@@ -94,7 +94,8 @@ class Vector(dict):
     __slots__ = ("_signature",)
 
     def __init__(self, milli: Mapping[str, int] | None = None) -> None:
-        super().__init__((k, v) for k, v in (milli or {}).items() if v)
+        # Keys in name order, so equal vectors list their entries alike (see ``signature``).
+        super().__init__(sorted((k, v) for k, v in (milli or {}).items() if v))
         self._signature: tuple[tuple[str, int], ...] | None = None
 
     @classmethod
@@ -118,7 +119,7 @@ class Vector(dict):
     def signature(self) -> tuple[tuple[str, int], ...]:
         """A sorted tuple of the entries: hashable and compared in C, for grouping many requests."""
         if self._signature is None:
-            self._signature = tuple(sorted(self.items()))
+            self._signature = tuple(self.items())
         return self._signature
 
     def __hash__(self) -> int:  # type: ignore[override]

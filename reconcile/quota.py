@@ -71,12 +71,20 @@ class TermsCache:
     def __init__(self, config: Config) -> None:
         self.config = config
         self._get = lru_cache(maxsize=None)(self._build)
+        self._judged: dict[tuple, Ineligible | None] = {}
 
     def _build(self, policy: str, pool: str) -> PoolTerms:
         return pool_terms(self.config.policy[policy], self.config.pool[pool])
 
     def __call__(self, policy: str, pool: str) -> PoolTerms:
         return self._get(policy, pool)
+
+    def ineligibility(self, policy: str, pool: str, resources: Vector, preemptible: bool) -> Ineligible | None:
+        """``ineligibility`` memoised: many queues of a policy share pools and shapes."""
+        key = (policy, pool, resources.signature, preemptible)
+        if key not in self._judged:
+            self._judged[key] = ineligibility(self(policy, pool), resources, preemptible)
+        return self._judged[key]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +144,7 @@ def eligibility(
         return (), Ineligible(Reason.NO_CONNECTED_POOL, f"profile {profile} is connected to no pool")
     eligible, first_failure = [], None
     for pool in known:
-        failure = ineligibility(terms(policy, pool), resources, preemptible)
+        failure = terms.ineligibility(policy, pool, resources, preemptible)
         if failure is None:
             eligible.append(pool)
         elif first_failure is None:

@@ -173,7 +173,7 @@ def floor_task(snapshot: Snapshot) -> Callable[[], list]:
     """The floor (module doc). The in-share slot holds the fit result: one ledger check per request."""
     config = snapshot.config
     pending = [r for r in snapshot.requests if r.state == State.PENDING]
-    ledger = Ledger.of_live(snapshot.requests)
+    ledger = Ledger.of_live(snapshot.requests, snapshot.config)
     first = {p.name: p.pools[0] for p in config.profiles}
     terms = {(r.policy, first[r.profile]): None for r in pending}
     terms = {(pol, pool): pool_terms(config.policy[pol], config.pool[pool]) for pol, pool in terms}

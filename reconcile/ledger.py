@@ -27,8 +27,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from .model import ALL_POOLS, Request, State
-from .quantity import Vector
+from .model import ALL_POOLS, Config, Request, State
+from .quantity import UNMETERED_BY_DEFAULT, Vector
 from .quota import PoolTerms
 
 Usage = dict[str, int]
@@ -47,7 +47,11 @@ class Ledger:
     """Live usage per pool, per (policy, scope) and non-preemptible per (policy, scope), plus the
     capacity held for preemptors whose victims are being evicted (R-45)."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: Config | None = None) -> None:
+        # Usage counts a key only on pools that meter it (§1: unmetered keys are never checked
+        # there, so they cannot use up a quota either). Without a config every key counts.
+        self.unmetered: dict[str, frozenset[str]] = {} if config is None else {
+            pool.name: UNMETERED_BY_DEFAULT - pool.capacity.keys() for pool in config.pools}
         self.pool_used: defaultdict[str, Usage] = defaultdict(dict)
         self.policy_used: defaultdict[tuple[str, str], Usage] = defaultdict(dict)
         self.policy_np: defaultdict[tuple[str, str], Usage] = defaultdict(dict)
@@ -55,7 +59,7 @@ class Ledger:
         self.holds: dict[int, Hold] = {}  # preemptor id → its hold
 
     @classmethod
-    def of_live(cls, requests: Iterable[Request]) -> Ledger:
+    def of_live(cls, requests: Iterable[Request], config: Config | None = None) -> Ledger:
         # Sum per (policy, pool, preemptible) first: far fewer charges than allocations.
         totals: defaultdict[tuple[str, str, bool], Usage] = defaultdict(dict)
         for r in requests:
@@ -63,7 +67,7 @@ class Ledger:
                 usage = totals[(r.policy, r.pool, r.preemptible)]
                 for key, amount in r.resources.items():
                     usage[key] = usage.get(key, 0) + amount
-        ledger = cls()
+        ledger = cls(config)
         for (policy, pool, preemptible), usage in totals.items():
             ledger.charge(policy, pool, usage, preemptible)
         return ledger
@@ -75,7 +79,10 @@ class Ledger:
             targets.append(self.pool_used[pool])
         if not preemptible:
             targets += [self.policy_np[(policy, pool)], self.policy_np[(policy, ALL_POOLS)]]
+        unmetered = self.unmetered.get(pool, ())
         for key, amount in resources.items():
+            if key in unmetered:
+                continue
             for usage in targets:
                 usage[key] = usage.get(key, 0) + sign * amount
 

@@ -69,7 +69,7 @@ class _Pass:
     def run(self) -> Plan:
         live, pending = self._advance_time()
         self.live = live
-        self.ledger = Ledger.of_live(live)
+        self.ledger = Ledger.of_live(live, self.config)
         groups = self._queue(pending)
         enabled = self.snapshot.management_enabled
         if enabled:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from .borrowing import borrowed_units
 from .model import ALL_POOLS, Config, Request
+from .quantity import UNMETERED_BY_DEFAULT
 from .quota import TermsCache
 
 
@@ -47,13 +48,17 @@ def usage_report(config: Config, requests: Iterable[Request]) -> list[UsageRow]:
     terms = TermsCache(config)
     usage: defaultdict[tuple[str, str, str], int] = defaultdict(int)
     borrowed: defaultdict[tuple[str, str, str], int] = defaultdict(int)
+    unmetered = {pool.name: UNMETERED_BY_DEFAULT - pool.capacity.keys() for pool in config.pools}
     for policy in config.policies:
         units = borrowed_units(terms, policy.name, live)
         for request in live:
             if request.policy != policy.name:
                 continue
+            skip = unmetered.get(request.pool, ())  # a key counts only where it is metered (§1)
             for scope in (ALL_POOLS, request.pool):
                 for key, amount in request.resources.items():
+                    if key in skip:
+                        continue
                     usage[(policy.name, scope, key)] += amount
                     borrowed[(policy.name, scope, key)] += units[request.id].get(key, 0)
     stated = {(p.name, q.scope, q.key): q for p in config.policies for q in p.quotas}

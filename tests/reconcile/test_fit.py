@@ -80,8 +80,8 @@ CASES = [
     Case("a limit row of another pool does not apply here", ("R-21",), snapshot(
         B_LIMIT, live(1, "t", "on-b", "b", gpu=3), req(2, "t", "on-a", gpu=2), req(3, "t", "on-b", gpu=1)), {
         1: "allocated on b", 2: "allocated on a", 3: "pending WaitingForQuota #1"}),
-    Case("a star limit counts usage of a key on pools that do not meter it", ("R-21",), snapshot(
-        STAR_CPU, live(1, "t", "on-b", "b", mcpu=6000), req(2, "t", "on-a", mcpu=2000), req(3, "t", "on-a", mcpu=2001)), {
+    Case("a star limit does not count a key on pools that do not meter it", ("R-21", "sec1"), snapshot(
+        STAR_CPU, live(1, "t", "on-b", "b", mcpu=6000), req(2, "t", "on-a", mcpu=6000), req(3, "t", "on-a", mcpu=2001)), {
         1: "allocated on b", 2: "allocated on a", 3: "pending WaitingForQuota #1"}),
     Case("a limit reached on the preferred pool sends the request to the next", ("R-21", "R-31"), snapshot(
         A_THEN_B, live(1, "t", "ab", "a", gpu=2), req(2, "t", "ab", gpu=1)), {

@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test bench clean
+.PHONY: run test bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,8 +12,16 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-## make test: create .venv, install, run the whole suite
+## make run: install, migrate, create the admin and the demo once, serve on PORT (default 8000)
+run: $(STAMP)
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py bootstrap
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+	$(PY) manage.py serve
+
+## make test: install, check that the models need no new migration, run the whole suite
 test: $(STAMP)
+	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 ## make bench: print engine figures and write bench/results.json

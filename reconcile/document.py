@@ -326,7 +326,7 @@ def _text(r: Reading, obj: Mapping[Any, Any], path: str, field: str, limit: int,
         r.error(at, "invalid_type", f"{field} is a string, not {json_type(raw)}")
     elif len(raw) > limit:
         r.error(at, "too_long", f"{field} has {len(raw)} characters, at most {limit} are allowed")
-    elif required and not raw.strip():
+    elif required and raw and not raw.strip():  # "" means none (written back as such); "  " is a slip
         r.error(at, "required", f"{field} must not be empty")
     else:
         return raw

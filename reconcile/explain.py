@@ -5,6 +5,15 @@ cannot cure is shown (own limit before capacity). Across pools the request waits
 easiest of them, so the most curable pool reason is its code, while the message lists every
 pool: "pool h100 is short of 2 gpu (6 of 8 in use); pool bare-metal is short of 4 gpu (8 of 8
 in use)".
+
+>>> from datetime import datetime, timezone
+>>> from reconcile import Config, Policy, Pool, Profile, Request, Snapshot, State, Vector, plan
+>>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+>>> config = Config((Pool("h100", Vector.of(gpu=8)),),
+...                 (Profile("job", Vector.of(gpu=1), True, ("h100",), ("t",)),), (Policy("t"),))
+>>> running = Request(1, "t", "job", Vector.of(gpu=6), t0, State.ALLOCATED, pool="h100", allocated_at=t0)
+>>> plan(Snapshot(t0, config, (running, Request(2, "t", "job", Vector.of(gpu=4), t0)))).waiting[2]
+Waiting(reason=<Reason.WAITING_FOR_CAPACITY: 'WaitingForCapacity'>, message='pool h100 is short of 2 gpu (6 of 8 in use)', position=1, pool='h100')
 """
 
 from __future__ import annotations
@@ -140,7 +149,8 @@ def _behind_higher_priority(group: QueueGroup, reasons, first_waiter) -> list[tu
 def _overall(reasons: list[tuple[str, Reason, str]]) -> tuple[Reason, str]:
     """The most curable pool's code; every pool's sentence, in precedence order."""
     code = max((reason for _, reason, _ in reasons), key=SEVERITY.__getitem__)
-    return code, "; ".join(message for _, _, message in reasons)
+    # A "*" quota says the same on every pool: each sentence once.
+    return code, "; ".join(dict.fromkeys(message for _, _, message in reasons))
 
 
 def _q(milli: int) -> str:

@@ -34,7 +34,8 @@ from .quantity import UNMETERED_BY_DEFAULT, Vector, format_quantity
 from .reasons import Reason
 from .transition import advance
 
-Tally = defaultdict  # (…, key) → milli-units
+Tally = defaultdict  # (owner, scope, key) → milli-units
+POOL = ""  # the owner of a pool's own usage, beside the policies'
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,39 +50,35 @@ def metered(pool: Pool, key: str) -> bool:
 
 
 def check_state(snapshot: Snapshot, baseline: Snapshot | None = None) -> list[Violation]:
-    """I-1…I-4. With ``baseline`` (the state before the step), a bound exceeded only because a
-    provision lowered it is over-commitment, not a violation (R-57)."""
+    """I-1…I-4. With ``baseline`` (the state before the step), a bound a provision lowered under
+    usage is over-commitment, allowed while nothing new holds the key there and usage does not
+    grow (R-57)."""
     config, live = snapshot.config, _live(snapshot.requests)
-    fresh = live if baseline is None else _new_since(baseline, live)
-    now = (_pool_usage(config, live), _policy_usage(config, live))
-    grown = (_pool_usage(config, fresh), _policy_usage(config, fresh))
-    before = None if baseline is None else (
-        _pool_usage(config, _live(baseline.requests)), _policy_usage(config, _live(baseline.requests)))
+    usage = _usage(config, live)
+    grown = usage if baseline is None else _usage(config, _new_since(baseline, live))
+    before = None if baseline is None else _usage(config, _live(baseline.requests))
+
+    def over(at: tuple[str, str, str], bound: int) -> bool:
+        excused = before is not None and not grown.get(at) and usage[at] <= before.get(at, 0)
+        return usage[at] > bound and not excused
+
     found = []
-    for (pool, key), used in sorted(now[0].items()):
-        capacity = config.pool[pool].capacity.get(key, 0)
-        if used > capacity and not _excused((pool, key), 0, now, grown, before):
+    for (owner, pool, key), used in sorted(usage.items()):
+        if owner == POOL and over((owner, pool, key), capacity := config.pool[pool].capacity.get(key, 0)):
             found.append(Violation("I-1", f"pool {pool}: {_q(used)} {key} in use, above its capacity of {_q(capacity)}"))
-    for policy in config.policies:
-        for row in policy.quotas:
-            used, at = now[1].get((policy.name, row.scope, row.key), 0), (policy.name, row.scope, row.key)
-            if row.limit is not None and used > row.limit and not _excused(at, 1, now, grown, before):
-                found.append(Violation("I-2", f"policy {policy.name} uses {_q(used)} {row.key} {_where(row.scope)}, "
-                                              f"above its limit of {_q(row.limit)}"))
+    for p in config.policies:
+        for q in (q for q in p.quotas if q.limit is not None and over((p.name, q.scope, q.key), q.limit)):
+            found.append(Violation("I-2", f"policy {p.name} uses {_q(usage[(p.name, q.scope, q.key)])} {q.key} "
+                                          f"{_where(q.scope)}, above its limit of {_q(q.limit)}"))
     return found + _check_reserved(config, live) + _check_allocations(snapshot)
-
-
-def _excused(at: tuple, kind: int, now: tuple, grown: tuple, before: tuple | None) -> bool:
-    """R-57: nothing new holds the key there, and usage has not grown since the baseline."""
-    return before is not None and not grown[kind].get(at) and now[kind][at] <= before[kind].get(at, 0)
 
 
 def _check_reserved(config: Config, live: list[Request]) -> list[Violation]:
     """I-3: non-preemptible usage ≤ reserved at every scope; no row stating one means 0."""
-    np_usage = _policy_usage(config, [r for r in live if not r.preemptible])
+    np_usage = _usage(config, [r for r in live if not r.preemptible])
     bounds = {}
     for (policy, scope, key) in np_usage:
-        if scope != ALL_POOLS and policy in config.policy:
+        if scope != ALL_POOLS and policy in config.policy:  # (POOL, …) is not a policy
             rows = _bounds(config, policy, scope, key, "reserved")
             for where, reserved in rows or [(scope, 0)]:
                 bounds[(policy, where, key)] = reserved
@@ -95,26 +92,25 @@ def _check_reserved(config: Config, live: list[Request]) -> list[Violation]:
 
 def _check_allocations(snapshot: Snapshot) -> list[Violation]:
     """I-4: ids are unique, and a live request holds capacity on exactly one known pool."""
-    found = [Violation("I-4", f"request id {i} appears {n} times") for i, n in
-             sorted(Counter(r.id for r in snapshot.requests).items()) if n > 1]
-    for r in _live(snapshot.requests):
-        if r.pool not in snapshot.config.pool:
-            found.append(Violation("I-4", f"request {r.id} is {r.state} on unknown pool {r.pool!r}"))
-    return found
+    ids = Counter(r.id for r in snapshot.requests)
+    return [Violation("I-4", f"request id {i} appears {n} times") for i, n in sorted(ids.items()) if n > 1] + [
+        Violation("I-4", f"request {r.id} is {r.state} on unknown pool {r.pool!r}")
+        for r in _live(snapshot.requests) if r.pool not in snapshot.config.pool]
 
 
 def check_usage(snapshot: Snapshot, cached) -> list[Violation]:
-    """I-5: a cached usage (the shape ``reconcile.ledger.Ledger`` keeps: ``pool_used``,
-    ``policy_used`` and ``policy_np``, every key counted) equals the sum over live allocations."""
-    expected = {"pool_used": Tally(lambda: Tally(int)), "policy_used": Tally(lambda: Tally(int)),
-                "policy_np": Tally(lambda: Tally(int))}
+    """I-5: a cached usage, in the shape of ``reconcile.ledger.Ledger(config)`` (``pool_used``,
+    ``policy_used``, ``policy_np``), equals the sum over live allocations; zero entries aside."""
+    config, expected = snapshot.config, {"pool_used": Tally(Counter), "policy_used": Tally(Counter),
+                                         "policy_np": Tally(Counter)}
     for r in _live(snapshot.requests):
         targets = [("pool_used", r.pool), ("policy_used", (r.policy, r.pool)), ("policy_used", (r.policy, ALL_POOLS))]
         if not r.preemptible:
             targets += [("policy_np", (r.policy, r.pool)), ("policy_np", (r.policy, ALL_POOLS))]
         for key, amount in r.resources.items():
-            for name, where in targets:
-                expected[name][where][key] += amount
+            if r.pool not in config.pool or metered(config.pool[r.pool], key):
+                for name, where in targets:
+                    expected[name][where][key] += amount
     found = []
     for name, want in expected.items():
         have = getattr(cached, name)
@@ -137,13 +133,9 @@ def check_preemptions(snapshot: Snapshot, plan: Plan) -> list[Violation]:
 
     Preemption runs after the time, queue and grant phases, so it is judged on their outcome:
     this pass's grants are live, allocated at ``plan.now``."""
-    requests = _after_grants(snapshot, plan)
-    live = _live(requests.values())
-    seen = _Seen(snapshot.config, requests, live)
-    found = []
+    seen, found = _Seen(snapshot.config, _after_grants(snapshot, plan)), []
     for d in plan.preemptions:
-        why = "management is disabled (R-30)" if not snapshot.management_enabled else seen.unjustified(d)
-        if why:
+        if why := "management is disabled (R-30)" if not snapshot.management_enabled else seen.unjustified(d):
             found.append(Violation("I-7", f"request {d.request_id} preempted for request {d.preempted_by} "
                                           f"on pool {d.pool}: {why}"))
     return found
@@ -152,15 +144,12 @@ def check_preemptions(snapshot: Snapshot, plan: Plan) -> list[Violation]:
 class _Seen:
     """The preemption phase as the plan reports it, decision by decision."""
 
-    def __init__(self, config: Config, requests: dict[int, Request], live: list[Request]) -> None:
-        self.config, self.requests, self.live = config, requests, live
+    def __init__(self, config: Config, requests: dict[int, Request]) -> None:
+        self.config, self.requests, self.live = config, requests, _live(requests.values())
         self.holds = _holds(requests)  # preemptor → (pool, itself); grows as the pass preempts (R-45)
-        self.in_flight = {r.preempted_by for r in live if r.state == State.PREEMPTING}  # R-40
+        self.in_flight = {r.preempted_by for r in self.live if r.state == State.PREEMPTING}  # R-40
         self.served: dict[int, str] = {}  # preemptor → the pool of the victims it took in this pass
-        self.usage = _policy_usage(config, live)
-        self.np_usage = _policy_usage(config, [r for r in live if not r.preemptible])
-        self.claimed: set[int] = set()
-        self.last: int | None = None
+        self.usage, self.claimed, self.last = _usage(config, self.live), set(), None
 
     def unjustified(self, d: Decision) -> str | None:
         victim, h = self.requests.get(d.request_id), self.requests.get(d.preempted_by)
@@ -174,21 +163,12 @@ class _Seen:
         return why
 
     def _preemptor(self, h: Request, d: Decision) -> str | None:
-        """R-40: h is pending, without victims in flight, and its own quota allows it on the pool."""
+        """R-40: h is pending, has no victims in flight, takes its victims on one of its pools."""
         served = self.served.get(h.id)
         if h.state != State.PENDING or h.id in self.in_flight or (served and (self.last != h.id or served != d.pool)):
             return f"the preemptor is {h.state}, or already has victims in flight (R-40)"
         if d.pool not in self.config.profile[h.profile].pools:
             return f"pool {d.pool} is not connected to profile {h.profile} (R-40)"
-        pool = self.config.pool[d.pool]
-        for key, amount in h.resources.items():
-            if not metered(pool, key):
-                continue
-            limits = _bounds(self.config, h.policy, d.pool, key, "limit")
-            reserved = _bounds(self.config, h.policy, d.pool, key, "reserved") or [(d.pool, 0)]
-            if any(self.usage[(h.policy, s, key)] + amount > b for s, b in limits) or (not h.preemptible and any(
-                    self.np_usage[(h.policy, s, key)] + amount > b for s, b in reserved)):
-                return f"its own limit or reservation of {key} is short; evicting others cannot cure it (R-40)"
         return None
 
     def _victim(self, victim: Request, h: Request, d: Decision) -> str | None:
@@ -200,17 +180,15 @@ class _Seen:
         if not any(victim.resources.get(key) for key in lacking):
             return f"the victim holds none of the keys the preemptor is short of ({', '.join(lacking)}) (R-41)"
         low, high = self.config.policy[victim.policy].priority, self.config.policy[h.policy].priority
-        rule = Reason.PREEMPTED_BY_PRIORITY if low < high else Reason.RECLAIMED
-        if d.reason != rule:
+        if d.reason != (rule := Reason.PREEMPTED_BY_PRIORITY if low < high else Reason.RECLAIMED):
             return f"reason {d.reason}, where the rule that applies gives {rule} (R-44)"
         if low < high:
             return None
         if not _in_share(self.config, self.usage, h, self.config.pool[d.pool]):
             return f"priority {low} is not below {high} and the preemptor would borrow (R-41)"
         borrowed = _borrowed(self.config, self.live, victim.policy)[victim.id]
-        if not any(borrowed.get(key) for key in lacking):
-            return f"priority {low} is not below {high} and the victim holds no borrowed {', '.join(lacking)} (R-41)"
-        return None
+        return None if any(borrowed.get(key) for key in lacking) else (
+            f"priority {low} is not below {high} and the victim holds no borrowed {', '.join(lacking)} (R-41)")
 
     def _lacking(self, h: Request, pool_name: str) -> list[str]:
         """R-20: the metered keys of h short on the pool, counting what is held for others (R-45)."""
@@ -236,7 +214,8 @@ def _after_grants(snapshot: Snapshot, plan: Plan) -> dict[int, Request]:
 
 
 def _holds(requests: dict[int, Request]) -> dict[int, tuple[str, Request]]:
-    """R-45: a pending preemptor holds its whole demand on its victims' pool until it is granted."""
+    """R-45: a pending preemptor holds its demand on its victims' pool until it is granted. The
+    whole demand: at least what the engine holds, so a key counts as short no less often."""
     holds = {r.id: (r.held_pool, r) for r in requests.values() if r.state == State.PENDING and r.held_pool}
     for victim in requests.values():
         h = requests.get(victim.preempted_by) if victim.state == State.PREEMPTING else None
@@ -272,16 +251,20 @@ def _borrowed(config: Config, live: list[Request], policy: str) -> dict[int, dic
 
 
 def check_idempotent(snapshot: Snapshot, first: Plan | None = None) -> list[Violation]:
-    """I-8: plan, apply, plan again on the same ``now``: the second pass changes nothing.
-    ``first`` is the plan already made for ``snapshot``, to save making it again."""
+    """I-8: plan, apply, plan again on the same ``now``: the second pass decides nothing, and
+    rewrites no reason a pending request shows. ``first``: the plan already made for ``snapshot``."""
     after = advance(snapshot, first if first is not None else plan_pass(snapshot))
     second = plan_pass(after)
-    found = [Violation("I-8", f"second pass: request {d.request_id} {d.from_state} → {d.state} ({d.reason})")
+    found = [Violation("I-8", f"{DECIDES_AGAIN}: request {d.request_id} {d.from_state} → {d.state} ({d.reason})")
              for d in second.decisions()]
-    again = {r.id: r for r in advance(after, second).requests}
-    found += [Violation("I-8", f"second pass: request {r.id} reason {r.reason} → {again[r.id].reason}")
-              for r in after.requests if again[r.id] != r and not found]
+    if not found:
+        again = {r.id: r for r in advance(after, second).requests}
+        found = [Violation("I-8", f"{REWORDS}: request {r.id} {r.reason} → {again[r.id].reason}")
+                 for r in after.requests if again[r.id] != r]
     return found
+
+
+DECIDES_AGAIN, REWORDS = "the second pass decides again", "the second pass rewrites a reason"
 
 
 # --- usage ---------------------------------------------------------------------------------
@@ -297,25 +280,15 @@ def _new_since(baseline: Snapshot, live: list[Request]) -> list[Request]:
     return [r for r in live if (r.id, r.pool, r.allocated_at) not in old]
 
 
-def _pool_usage(config: Config, live: list[Request]) -> Tally:
+def _usage(config: Config, live: list[Request]) -> Tally:
+    """(POOL, pool, key) → a pool's usage; (policy, scope, key) → a policy's, at each pool and ``*``."""
     usage = Tally(int)
     for r in live:
         pool = config.pool.get(r.pool)
         for key, amount in r.resources.items():
             if pool is not None and metered(pool, key):
-                usage[(r.pool, key)] += amount
-    return usage
-
-
-def _policy_usage(config: Config, live: list[Request]) -> Tally:
-    """(policy, scope, key) → metered usage, at each pool and at ``*``."""
-    usage = Tally(int)
-    for r in live:
-        pool = config.pool.get(r.pool)
-        for key, amount in r.resources.items():
-            if pool is not None and metered(pool, key):
-                usage[(r.policy, r.pool, key)] += amount
-                usage[(r.policy, ALL_POOLS, key)] += amount
+                for at in ((POOL, r.pool, key), (r.policy, r.pool, key), (r.policy, ALL_POOLS, key)):
+                    usage[at] += amount
     return usage
 
 

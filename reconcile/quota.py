@@ -2,13 +2,22 @@
 
 For policy Pol on pool P, each metered key has a list of limits and reservations from the
 rows with scope P or ``*``. With no row stating a limit the limit is the pool's capacity (left
-implicit: pool room already checks it); with none stating a reservation the reservation is 0. A ``*`` row of ``reserved 8, limit 16`` and a
-``h100`` row of ``limit 8`` give gpu on h100:
+implicit: pool room already checks it); with none stating a reservation the reservation is 0.
+A ``*`` row of ``reserved 8, limit 16`` and a ``h100`` row of ``limit 8`` give gpu on h100:
 
-    limits   = (("*", 16000), ("h100", 8000))
-    reserved = (("*", 8000),)
+>>> from reconcile.model import Pool, Policy, Quota
+>>> from reconcile.quantity import Vector
+>>> dev = Policy("dev", quotas=(Quota("*", "gpu", 8000, 16000), Quota("h100", "gpu", None, 8000)))
+>>> terms = pool_terms(dev, Pool("h100", Vector.of(gpu=8, mcpu=64)))
+>>> terms.keys["gpu"].limits, terms.keys["gpu"].reserved
+((('*', 16000), ('h100', 8000)), (('*', 8000),))
+>>> ineligibility(terms, Vector.of(gpu=9), preemptible=True).reason   # R-11 comes first
+<Reason.EXCEEDS_POOL_CAPACITY: 'ExceedsPoolCapacity'>
 
-Keys a pool does not meter are never checked there.
+Keys a pool does not meter are never checked there: ``memory_mb`` is not metered on h100.
+
+>>> ineligibility(terms, Vector.of(gpu=1, memory_mb=10**6), preemptible=True) is None
+True
 """
 
 from __future__ import annotations

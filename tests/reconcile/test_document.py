@@ -187,8 +187,8 @@ CASES = [
     Case("a connection without a pool is refused",
          document(with_field(OK_PROFILE, connections=[{}]), OK_POOL, OK_POLICY),
          [("profiles[0].connections[0].pool", "required")]),
-    Case("an empty connection name is refused",
-         document(with_field(OK_PROFILE, connections=[{"pool": "a", "name": ""}]), OK_POOL, OK_POLICY),
+    Case("a blank connection name is refused",
+         document(with_field(OK_PROFILE, connections=[{"pool": "a", "name": "  "}]), OK_POOL, OK_POLICY),
          [("profiles[0].connections[0].name", "required")]),
     Case("a connection name of 101 characters is too long",
          document(with_field(OK_PROFILE, connections=[{"pool": "a", "name": "x" * 101}]), OK_POOL, OK_POLICY),
@@ -631,3 +631,10 @@ def test_a_valid_document_with_one_value_swapped_for_garbage_never_raises(doc, d
     assert {issue.code for issue in parsed.warnings} <= WARNING_CODES
     if parsed.config is not None:
         assert parse_document(to_document(parsed.config)).config == parsed.config
+
+
+def test_a_policy_without_a_group_round_trips():
+    parsed = parse_document(lists(pools=[{"name": "a", "capacity": {"gpu": 1}}], policies=[{"name": "dev"}]))
+    assert parsed.errors == ()
+    again = parse_document(to_document(parsed.config))
+    assert (again.errors, again.config) == ((), parsed.config)

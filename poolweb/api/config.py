@@ -1,0 +1,325 @@
+"""Configuration API (api.md §2, admin only): the live document, the draft and its validation,
+preview and provision, versions and restore, the management switch.
+
+Views are thin: read the body, call one service, return its result. The document is judged by
+the engine (``parse_document``), not by DRF serializers, so the error paths are the engine's;
+the serializers below describe the shapes for the OpenAPI schema, and validate the two small
+bodies (provision's comment, the management switch).
+"""
+
+from __future__ import annotations
+
+from django.urls import path
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
+from rest_framework import exceptions, generics, serializers, status
+from rest_framework.permissions import IsAdminUser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from poolweb.api.errors import bad_request
+from poolweb.services import config as services
+
+TAG = "configuration"
+
+
+# Schema: the configuration document (api.md §1).
+
+
+@extend_schema_field({"oneOf": [{"type": "number", "minimum": 0, "maximum": 1e12},
+                                {"type": "string", "pattern": r"^[0-9]+(\.[0-9]{1,3})?$"}],
+                      "description": "a quantity ≥ 0, at most 3 decimals and 10^12; responses use numbers"})
+class QuantityField(serializers.Field):
+    pass
+
+
+def _text(**kwargs) -> serializers.CharField:
+    return serializers.CharField(required=False, allow_blank=True, **kwargs)
+
+
+class PoolDocument(serializers.Serializer):
+    name = _text(help_text="^[a-z0-9][a-z0-9_.-]{0,62}$, unique among pools (required)")
+    description = _text(max_length=1000)
+    capacity = serializers.DictField(child=QuantityField(), required=False)
+    execution_order = serializers.ListField(child=serializers.CharField(), required=False,
+                                            help_text="connected profiles, served first to last")
+
+
+class ConnectionDocument(serializers.Serializer):
+    pool = _text(help_text="a pool's name (required)")
+    name = _text(max_length=100, help_text="display name; defaults to the pool's name")
+
+
+class ProfileDocument(serializers.Serializer):
+    name = _text(help_text="unique among profiles (required)")
+    description = _text(max_length=1000)
+    resources = serializers.DictField(child=QuantityField(), required=False)
+    dynamic = serializers.BooleanField(required=False)
+    connections = ConnectionDocument(many=True, required=False, help_text="pool precedence; at least one")
+    policies = serializers.ListField(child=serializers.CharField(), required=False, help_text="policy rank")
+
+
+class QuotaDocument(serializers.Serializer):
+    scope = _text(help_text='"*" (default) or a pool name')
+    key = _text(help_text="a resource key (required)")
+    reserved = QuantityField(required=False)
+    limit = QuantityField(required=False)
+
+
+class PolicyDocument(serializers.Serializer):
+    name = _text(help_text="unique among policies (required)")
+    description = _text(max_length=1000)
+    group = _text(max_length=150, help_text="the user group whose members may submit")
+    priority = serializers.IntegerField(required=False, min_value=-1_000_000, max_value=1_000_000)
+    quotas = QuotaDocument(many=True, required=False)
+
+
+class DraftDocument(serializers.Serializer):
+    pools = PoolDocument(many=True)
+    profiles = ProfileDocument(many=True)
+    policies = PolicyDocument(many=True)
+
+
+class ConfigDocument(DraftDocument):
+    version = serializers.IntegerField(read_only=True, help_text="0 before the first provision")
+
+
+class IssueSchema(serializers.Serializer):
+    path = serializers.CharField()
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class ErrorsSchema(serializers.Serializer):
+    errors = IssueSchema(many=True)
+
+
+class DetailSchema(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+class ValidationSchema(serializers.Serializer):
+    valid = serializers.BooleanField()
+    errors = IssueSchema(many=True)
+    warnings = IssueSchema(many=True)
+
+
+class RefusalSchema(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["pool", "profile", "policy"])
+    name = serializers.CharField()
+    requests = serializers.ListField(child=serializers.IntegerField())
+    message = serializers.CharField()
+
+
+class PreviewRequestSchema(serializers.Serializer):
+    id = serializers.IntegerField()
+    policy = serializers.CharField(allow_null=True)
+    profile = serializers.CharField(allow_null=True)
+    owner = serializers.CharField(allow_null=True)
+    pool = serializers.CharField(allow_null=True)
+    reason = serializers.CharField()
+    message = serializers.CharField()
+    preempted_by = serializers.IntegerField(allow_null=True)
+
+
+class UsageFiguresSchema(serializers.Serializer):
+    usage = serializers.FloatField()
+    reserved = serializers.FloatField(allow_null=True)
+    limit = serializers.FloatField(allow_null=True)
+    borrowed = serializers.FloatField()
+
+
+class UsageChangeSchema(serializers.Serializer):
+    policy = serializers.CharField()
+    scope = serializers.CharField()
+    key = serializers.CharField()
+    before = UsageFiguresSchema(allow_null=True, help_text="null: no such row before")
+    after = UsageFiguresSchema(allow_null=True, help_text="null: no such row after")
+
+
+class PreviewSchema(serializers.Serializer):
+    valid = serializers.BooleanField()
+    errors = IssueSchema(many=True)
+    refusals = RefusalSchema(many=True, help_text="R-57: removals that live allocations forbid")
+    granted = PreviewRequestSchema(many=True)
+    preempted = PreviewRequestSchema(many=True)
+    rejected = PreviewRequestSchema(many=True)
+    cancelled = PreviewRequestSchema(many=True)
+    usage = UsageChangeSchema(many=True)
+
+
+class VersionSummary(serializers.Serializer):
+    version = serializers.IntegerField(source="number")
+    number = serializers.IntegerField(help_text="the same as version")
+    author = serializers.CharField(source="author.username", allow_null=True, default=None)
+    created_at = serializers.DateTimeField()
+    comment = serializers.CharField()
+
+
+class ProvisionResult(serializers.Serializer):
+    version = serializers.IntegerField()
+
+
+# Input bodies: strict types (DRF would turn 1 into "1" and "yes" into true).
+
+
+class StrictCharField(serializers.CharField):
+    default_error_messages = {"invalid_type": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid_type")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    default_error_messages = {"invalid_type": "Must be true or false."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid_type")
+        return data
+
+
+class ProvisionInput(serializers.Serializer):
+    comment = StrictCharField(required=False, allow_blank=True, trim_whitespace=False,
+                              max_length=services.MAX_COMMENT, default="")
+
+
+class ManagementState(serializers.Serializer):
+    enabled = StrictBooleanField()
+
+
+NUMBER = OpenApiParameter("number", OpenApiTypes.INT, OpenApiParameter.PATH, description="the version number")
+BAD_REQUEST = OpenApiResponse(ErrorsSchema, description="malformed input: every error with its path")
+NO_DRAFT = OpenApiResponse(DetailSchema, description="there is no draft")
+NO_VERSION = OpenApiResponse(DetailSchema, description="there is no such version")
+
+
+# Views.
+
+
+class AdminView(APIView):
+    permission_classes = [IsAdminUser]
+
+    def handle_exception(self, exc):
+        if isinstance(exc, services.ConfigInvalid):
+            return bad_request(exc.errors)
+        if isinstance(exc, services.ConfigNotFound):
+            exc = exceptions.NotFound(str(exc))
+        return super().handle_exception(exc)
+
+
+class ConfigView(AdminView):
+    @extend_schema(tags=[TAG], operation_id="config_retrieve", responses={200: ConfigDocument},
+                   summary="The provisioned configuration with its version (0 and empty before any)")
+    def get(self, request):
+        return Response(services.config_live_document())
+
+
+class DraftView(AdminView):
+    @extend_schema(tags=[TAG], operation_id="config_draft_retrieve", responses={200: DraftDocument, 404: NO_DRAFT},
+                   summary="The saved draft, as it was written")
+    def get(self, request):
+        return Response(services.draft_get())
+
+    @extend_schema(tags=[TAG], operation_id="config_draft_update", request=DraftDocument,
+                   responses={200: DraftDocument, 400: BAD_REQUEST},
+                   summary="Replace the draft; saved even when invalid, 400 only when malformed",
+                   description="Malformed: not an object, wrong types, unreadable quantities, unknown fields, "
+                               "over-long text. A semantically invalid draft (unknown references, a profile "
+                               "without connection…) is saved; validate tells what provision would refuse.")
+    def put(self, request):
+        return Response(services.draft_save(document=request.data, user=request.user))
+
+    @extend_schema(tags=[TAG], operation_id="config_draft_destroy", responses={204: None},
+                   summary="Discard the draft (idempotent)")
+    def delete(self, request):
+        services.draft_delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class DraftValidateView(AdminView):
+    @extend_schema(tags=[TAG], operation_id="config_draft_validate", request=None,
+                   responses={200: ValidationSchema, 404: NO_DRAFT},
+                   summary="Validate the draft; changes nothing",
+                   description="Errors include R-57 refusals (path pools, profiles or policies, code "
+                               "removal_refused); warnings include group_missing and group_empty.")
+    def post(self, request):
+        return Response(services.draft_validate())
+
+
+class DraftPreviewView(AdminView):
+    @extend_schema(tags=[TAG], operation_id="config_draft_preview", request=None,
+                   responses={200: PreviewSchema, 404: NO_DRAFT},
+                   summary="What provisioning the draft would do to current requests; changes nothing",
+                   description="An invalid draft answers valid false with its errors and empty lists.")
+    def post(self, request):
+        return Response(services.draft_preview())
+
+
+class DraftProvisionView(AdminView):
+    @extend_schema(tags=[TAG], operation_id="config_draft_provision", request=ProvisionInput,
+                   responses={200: ProvisionResult, 400: BAD_REQUEST, 404: NO_DRAFT},
+                   summary="Validate and publish the draft as the next version, then discard the draft")
+    def post(self, request):
+        body = ProvisionInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        version = services.draft_provision(user=request.user, comment=body.validated_data["comment"])
+        return Response({"version": version.number})
+
+
+class VersionListView(generics.ListAPIView):
+    permission_classes = [IsAdminUser]
+    serializer_class = VersionSummary
+
+    def get_queryset(self):
+        return services.version_list()
+
+    @extend_schema(tags=[TAG], operation_id="config_versions_list",
+                   summary="Provisioned versions, newest first (limit/offset pagination)")
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class VersionView(AdminView):
+    @extend_schema(tags=[TAG], operation_id="config_versions_retrieve", parameters=[NUMBER],
+                   responses={200: ConfigDocument, 404: NO_VERSION}, summary="One version's document")
+    def get(self, request, number: int):
+        return Response(services.version_document(number=number))
+
+
+class VersionRestoreView(AdminView):
+    @extend_schema(tags=[TAG], operation_id="config_versions_restore", parameters=[NUMBER], request=None,
+                   responses={200: DraftDocument, 404: NO_VERSION},
+                   summary="Copy the version into the draft (rollback = restore + provision)")
+    def post(self, request, number: int):
+        return Response(services.version_restore(number=number, user=request.user))
+
+
+class ManagementView(AdminView):
+    @extend_schema(tags=[TAG], operation_id="management_retrieve", responses={200: ManagementState},
+                   summary="Whether the reconciler grants and preempts")
+    def get(self, request):
+        return Response(services.management_get())
+
+    @extend_schema(tags=[TAG], operation_id="management_update", request=ManagementState,
+                   responses={200: ManagementState, 400: BAD_REQUEST},
+                   summary="Switch management on or off (enabled is a JSON boolean)")
+    def put(self, request):
+        body = ManagementState(data=request.data)
+        body.is_valid(raise_exception=True)
+        return Response(services.management_set(enabled=body.validated_data["enabled"], user=request.user))
+
+
+urlpatterns = [
+    path("config", ConfigView.as_view(), name="config"),
+    path("config/draft", DraftView.as_view(), name="config-draft"),
+    path("config/draft/validate", DraftValidateView.as_view(), name="config-draft-validate"),
+    path("config/draft/preview", DraftPreviewView.as_view(), name="config-draft-preview"),
+    path("config/draft/provision", DraftProvisionView.as_view(), name="config-draft-provision"),
+    path("config/versions", VersionListView.as_view(), name="config-versions"),
+    path("config/versions/<int:number>", VersionView.as_view(), name="config-version"),
+    path("config/versions/<int:number>/restore", VersionRestoreView.as_view(), name="config-version-restore"),
+    path("management", ManagementView.as_view(), name="management"),
+]

@@ -1,0 +1,55 @@
+"""Every error the API returns is JSON that names the field; nothing becomes a 500.
+
+DRF's validation errors become ``{"errors": [{"path", "code", "message"}]}`` (the shape of api.md
+§1); other API exceptions keep DRF's ``{"detail": …}`` with their status.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+
+def flatten(detail, path: str = "") -> list[dict]:
+    """DRF's nested error detail → a flat list of {path, code, message}."""
+    if isinstance(detail, dict):
+        found = []
+        for field, inner in detail.items():
+            child = path if field == "non_field_errors" else (f"{path}.{field}" if path else str(field))
+            found += flatten(inner, child)
+        return found
+    if isinstance(detail, list):
+        if all(isinstance(item, exceptions.ErrorDetail) or isinstance(item, str) for item in detail):
+            return [_issue(path, item) for item in detail]
+        found = []
+        for index, inner in enumerate(detail):
+            found += flatten(inner, f"{path}[{index}]")
+        return found
+    return [_issue(path, detail)]
+
+
+def _issue(path: str, item) -> dict:
+    return {"path": path, "code": getattr(item, "code", "invalid"), "message": str(item)}
+
+
+def bad_request(errors: list[dict]) -> Response:
+    return Response({"errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "the request body is too large"
+    default_code = "too_large"
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, RequestDataTooBig):
+        exc = PayloadTooLarge(f"the request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
+    if isinstance(exc, exceptions.ParseError):
+        return bad_request([{"path": "", "code": "malformed_json", "message": str(exc.detail)}])
+    if isinstance(exc, exceptions.ValidationError):
+        return bad_request(flatten(exc.detail))
+    return drf_exception_handler(exc, context)

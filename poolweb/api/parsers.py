@@ -1,0 +1,35 @@
+"""Request parsing and pagination shared by every endpoint."""
+
+from __future__ import annotations
+
+import io
+
+from django.conf import settings
+from rest_framework import exceptions
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.parsers import JSONParser
+
+from poolweb.api.errors import PayloadTooLarge
+
+
+def body_limit() -> int:
+    return settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 2_621_440
+
+
+class BoundedJSONParser(JSONParser):
+    """JSON with the guards DRF lacks: a body size limit (also without a Content-Length), and
+    nesting too deep for Python's parser (a RecursionError, which would otherwise be a 500)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = body_limit()
+        body = stream.read(limit + 1) if stream is not None else b""
+        if len(body) > limit:
+            raise PayloadTooLarge(f"the request body is larger than {limit} bytes")
+        try:
+            return super().parse(io.BytesIO(body), media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("JSON parse error - the body nests too deeply") from None
+
+
+class Pagination(LimitOffsetPagination):
+    max_limit = 1000  # an unbounded limit would reach the database as an overflowing LIMIT

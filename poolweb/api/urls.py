@@ -1,0 +1,9 @@
+"""/api/v1: one module of routes per endpoint family."""
+
+from django.urls import include, path
+
+urlpatterns = [
+    path("", include("poolweb.api.config")),
+    path("", include("poolweb.api.requests")),
+    path("", include("poolweb.api.live")),
+]

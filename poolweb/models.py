@@ -1,0 +1,173 @@
+"""Poolweb's tables. Fields, choices, constraints and the indexes the reconciler's queries need;
+no policy is decided here (that is reconcile/ and services.py).
+
+Configuration: each provision writes an immutable, numbered ``ConfigVersion`` holding the
+document and, as rows, its pools, profiles, connections (both orders), policies, quotas and
+queues. ``SiteState`` points at the live version. The ``Draft`` is edited apart from it.
+Requests name their policy and profile, so they outlive versions.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from reconcile import Reason, State
+
+NAME_LENGTH = 63
+KEY_LENGTH = 64
+
+
+class ConfigVersion(models.Model):
+    number = models.PositiveIntegerField(unique=True)
+    document = models.JSONField()
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+    comment = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["-number"]
+
+    def __str__(self) -> str:
+        return f"version {self.number}"
+
+
+class Pool(models.Model):
+    version = models.ForeignKey(ConfigVersion, on_delete=models.CASCADE, related_name="pools")
+    name = models.CharField(max_length=NAME_LENGTH)
+    description = models.TextField(blank=True)
+    capacity = models.JSONField(default=dict)  # key → milli-units
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "name"], name="pool_name_per_version")]
+
+
+class Profile(models.Model):
+    version = models.ForeignKey(ConfigVersion, on_delete=models.CASCADE, related_name="profiles")
+    name = models.CharField(max_length=NAME_LENGTH)
+    description = models.TextField(blank=True)
+    resources = models.JSONField(default=dict)  # the allotment, key → milli-units
+    dynamic = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "name"], name="profile_name_per_version")]
+
+
+class Connection(models.Model):
+    """A profile connected to a pool, in both orders: the profile's pool precedence and the
+    pool's execution order of its profiles."""
+
+    profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="connections")
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="connections")
+    name = models.CharField(max_length=100)
+    precedence = models.PositiveIntegerField()  # 0 = the profile's preferred pool
+    execution_position = models.PositiveIntegerField()  # 0 = served first on the pool
+
+    class Meta:
+        ordering = ["profile", "precedence"]
+        constraints = [models.UniqueConstraint(fields=["profile", "pool"], name="one_connection_per_pair")]
+
+
+class Policy(models.Model):
+    version = models.ForeignKey(ConfigVersion, on_delete=models.CASCADE, related_name="policies")
+    name = models.CharField(max_length=NAME_LENGTH)
+    description = models.TextField(blank=True)
+    group_name = models.CharField(max_length=150, blank=True, db_index=True)
+    priority = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "name"], name="policy_name_per_version")]
+
+
+class Quota(models.Model):
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="quotas")
+    scope = models.CharField(max_length=NAME_LENGTH)  # a pool name or "*"
+    key = models.CharField(max_length=KEY_LENGTH)
+    reserved = models.BigIntegerField(null=True, blank=True)  # milli-units
+    limit = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["policy", "scope", "key"], name="one_quota_per_scope_key")]
+
+
+class Queue(models.Model):
+    """A (policy, profile) pair: the policy may use the profile, at ``rank`` in its policy rank."""
+
+    profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="queues")
+    policy = models.ForeignKey(Policy, on_delete=models.CASCADE, related_name="queues")
+    rank = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["profile", "rank"]
+        constraints = [models.UniqueConstraint(fields=["profile", "policy"], name="one_queue_per_pair")]
+
+
+class Draft(models.Model):
+    """The configuration being edited; at most one row (id 1)."""
+
+    document = models.JSONField()
+    based_on = models.PositiveIntegerField(null=True, blank=True)  # the version it started from
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+
+class SiteState(models.Model):
+    """The live configuration and the global switch; exactly one row (id 1)."""
+
+    live_version = models.ForeignKey(ConfigVersion, null=True, blank=True, on_delete=models.PROTECT)
+    management_enabled = models.BooleanField(default=True)
+
+
+class Request(models.Model):
+    STATES = [(s.value, s.value) for s in State]
+    REASONS = [(r.value, r.value) for r in Reason]
+
+    name = models.CharField(max_length=200, blank=True)
+    policy = models.CharField(max_length=NAME_LENGTH)
+    profile = models.CharField(max_length=NAME_LENGTH)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="requests")
+    resources = models.JSONField()  # key → milli-units, step_run included
+    preemptible = models.BooleanField(default=True)
+    max_retries = models.PositiveSmallIntegerField(default=0)
+    attempt = models.PositiveSmallIntegerField(default=1)
+    lease_seconds = models.PositiveIntegerField(default=300)
+    labels = models.JSONField(default=dict, blank=True)
+    state = models.CharField(max_length=16, choices=STATES, default=State.PENDING.value)
+    reason = models.CharField(max_length=32, choices=REASONS, default=Reason.SUBMITTED.value)
+    message = models.TextField(blank=True)
+    pool = models.CharField(max_length=NAME_LENGTH, null=True, blank=True)  # while live
+    queue_pool = models.CharField(max_length=NAME_LENGTH, null=True, blank=True)  # while pending
+    position = models.PositiveIntegerField(null=True, blank=True)  # while pending
+    preempted_by = models.BigIntegerField(null=True, blank=True)
+    held_pool = models.CharField(max_length=NAME_LENGTH, null=True, blank=True)  # R-45
+    submitted_at = models.DateTimeField(default=timezone.now)
+    allocated_at = models.DateTimeField(null=True, blank=True)
+    preempted_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["state", "pool"], name="request_state_pool"),
+            models.Index(fields=["owner", "state"], name="request_owner_state"),
+            models.Index(fields=["policy", "state"], name="request_policy_state"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
+                                    name="one_request_per_idempotency_key"),
+        ]
+
+
+class ApiToken(models.Model):
+    """A bearer token; only its SHA-256 is stored."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    digest = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=8)  # the first characters, to tell tokens apart
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)

@@ -1,0 +1,157 @@
+"""Reads for the live state (api.md §2 "Live state"): pools, a pool's queue, policies.
+
+Every read is a fixed handful of queries whatever the number of requests: the live
+configuration (two), the live allocations as values (one), and grouped counts of pending
+requests (one each). Quantities stay integer milli-units here; the API formats them.
+
+A pool's numbers, with ``h100 {gpu: 8}`` and two live requests of 4 and 6 gpu on it after a
+provision shrank it (R-57): used ``{gpu: 10}``, free ``{gpu: 0}``, overcommitted ``{gpu: 2}``.
+Like reconcile.report, a key counts on a pool only where it is metered there (§1): the
+``step_run: 1`` of each request shows only on a pool whose capacity lists ``step_run``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from django.db.models import Count, F, QuerySet
+
+from poolweb.models import Request as RequestRow
+from poolweb.services.state import SNAPSHOT_FIELDS, live_config, to_engine
+from reconcile import ALL_POOLS, State
+from reconcile.quantity import UNMETERED_BY_DEFAULT
+from reconcile.report import usage_report
+
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
+LIVE_STATES = (State.ALLOCATED.value, State.PREEMPTING.value)
+PENDING = State.PENDING.value
+
+Amounts = dict[str, int]  # key → milli-units
+
+
+@dataclass(frozen=True, slots=True)
+class PoolState:
+    name: str
+    description: str
+    capacity: Amounts
+    used: Amounts  # the live allocations on the pool, per key it meters
+    free: Amounts  # per capacity key: capacity − used, never below 0
+    overcommitted: Amounts  # per key where used > capacity: used − capacity (R-57)
+    held: Amounts  # demand held for preemptors whose victims are on the pool (R-45)
+    pending: int  # pending requests queued on the pool (their ``queue_pool``)
+    running: int  # live requests (allocated or preempting) on the pool
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeUsage:
+    scope: str  # a pool name or "*"
+    key: str
+    usage: int
+    reserved: int | None  # as stated by the quota row of exactly this scope
+    limit: int | None
+    borrowed: int
+    pending: int  # the policy's pending requests queued at this scope ("*": all of them)
+    running: int  # the policy's live requests at this scope ("*": all of them)
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyState:
+    name: str
+    description: str
+    group: str
+    priority: int
+    pending: int
+    running: int
+    scopes: tuple[ScopeUsage, ...]
+
+
+def is_pool_name(name: str) -> bool:
+    return NAME_PATTERN.fullmatch(name) is not None
+
+
+def pool_states() -> list[PoolState]:
+    """Every pool of the live configuration, in configuration order."""
+    config = live_config()
+    live = list(RequestRow.objects.filter(state__in=LIVE_STATES).values_list("pool", "resources"))
+    held_rows = (RequestRow.objects.filter(state=PENDING, held_pool__isnull=False)
+                 .values_list("held_pool", "resources"))
+    pending = dict(RequestRow.objects.filter(state=PENDING, queue_pool__isnull=False).order_by()
+                   .values("queue_pool").annotate(n=Count("id")).values_list("queue_pool", "n"))
+    used, running = _sum_by_pool(live), Counter(pool for pool, _ in live)
+    held = _sum_by_pool(held_rows)
+    return [_pool_state(pool.name, pool.description, dict(pool.capacity), used.get(pool.name, {}),
+                        held.get(pool.name, {}), pending.get(pool.name, 0), running[pool.name])
+            for pool in config.pools]
+
+
+def _pool_state(name: str, description: str, capacity: Amounts, used: Amounts, held: Amounts,
+                pending: int, running: int) -> PoolState:
+    unmetered = UNMETERED_BY_DEFAULT - capacity.keys()
+    used = {key: amount for key, amount in used.items() if key not in unmetered}
+    held = {key: amount for key, amount in held.items() if key not in unmetered}
+    free = {key: max(0, amount - used.get(key, 0)) for key, amount in capacity.items()}
+    # A key a provision removed from the capacity still in use is over-committed too (R-57).
+    over = {key: amount - capacity.get(key, 0) for key, amount in used.items() if amount > capacity.get(key, 0)}
+    return PoolState(name, description, capacity, used, free, over, held, pending, running)
+
+
+def _sum_by_pool(rows: Iterable[tuple[str | None, Mapping[str, int]]]) -> dict[str, Amounts]:
+    totals: defaultdict[str, Amounts] = defaultdict(dict)
+    for pool, resources in rows:
+        if pool is None:
+            continue
+        total = totals[pool]
+        for key, amount in resources.items():
+            total[key] = total.get(key, 0) + amount
+    return dict(totals)
+
+
+def live_pool_exists(name: str) -> bool:
+    """Whether ``name`` is a well-formed name of a pool of the live configuration."""
+    return is_pool_name(name) and name in live_config().pool
+
+
+def pool_queue(name: str) -> QuerySet[RequestRow]:
+    """The pool's pending requests in service order: ``position`` (R-32), then id."""
+    return (RequestRow.objects.filter(state=PENDING, queue_pool=name)
+            .select_related("owner")
+            .only("id", "name", "policy", "profile", "owner__username", "resources", "preemptible",
+                  "position", "reason", "message", "submitted_at")
+            .order_by(F("position").asc(nulls_last=True), "id"))
+
+
+def policy_states() -> list[PolicyState]:
+    """Every policy of the live configuration, in configuration order, with its usage rows
+    (reconcile.report: one per scope and key with a quota row or live usage)."""
+    config = live_config()
+    live = [to_engine(row) for row in RequestRow.objects.filter(state__in=LIVE_STATES).values(*SNAPSHOT_FIELDS)]
+    pending = _pending_by_policy_and_pool()
+    running: Counter[tuple[str, str]] = Counter()
+    for request in live:
+        running[(request.policy, request.pool)] += 1
+        running[(request.policy, ALL_POOLS)] += 1
+    rows_of: defaultdict[str, list[ScopeUsage]] = defaultdict(list)
+    for row in usage_report(config, live):
+        at = (row.policy, row.scope)
+        rows_of[row.policy].append(ScopeUsage(row.scope, row.key, row.usage, row.reserved, row.limit, row.borrowed,
+                                              pending[at], running[at]))
+    return [PolicyState(policy.name, policy.description, policy.group, policy.priority,
+                        pending[(policy.name, ALL_POOLS)], running[(policy.name, ALL_POOLS)],
+                        tuple(rows_of[policy.name]))
+            for policy in config.policies]
+
+
+def _pending_by_policy_and_pool() -> Counter[tuple[str, str]]:
+    """(policy, queue pool) → pending count, and (policy, "*") → all the policy's pending."""
+    counts: Counter[tuple[str, str]] = Counter()
+    grouped = (RequestRow.objects.filter(state=PENDING).order_by().values("policy", "queue_pool")
+               .annotate(n=Count("id")).values_list("policy", "queue_pool", "n"))
+    for policy, pool, n in grouped:
+        counts[(policy, ALL_POOLS)] += n
+        if pool is not None:
+            counts[(policy, pool)] += n
+    return counts
+

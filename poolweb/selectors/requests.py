@@ -1,0 +1,58 @@
+"""Reads of requests for the API and the console: who sees what, filters, one request.
+
+Users see their own requests, staff (admins) everyone's. A request another user cannot see is
+reported exactly like one that does not exist (no leak of existence).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from poolweb.models import Request
+
+MAX_ID = 2**63 - 1  # larger ids cannot be in the table, and some databases refuse to compare them
+
+
+@dataclass(frozen=True)
+class RequestFilters:
+    """What ``GET /requests`` may filter on; ``None`` = no filter. Values are already validated."""
+
+    states: Sequence[str] | None = None
+    policy: str | None = None
+    profile: str | None = None
+    pool: str | None = None
+    owner: str | None = None  # a username
+
+
+def requests_visible(*, user) -> QuerySet[Request]:
+    rows = Request.objects.select_related("owner")
+    return rows if user.is_staff else rows.filter(owner=user)
+
+
+def request_list(*, user, filters: RequestFilters = RequestFilters()) -> QuerySet[Request]:
+    """Visible requests matching ``filters``, newest first (id descending, a stable order for paging)."""
+    rows = requests_visible(user=user)
+    if filters.states is not None:
+        rows = rows.filter(state__in=list(filters.states))
+    for field in ("policy", "profile", "pool"):
+        value = getattr(filters, field)
+        if value is not None:
+            rows = rows.filter(**{field: value})
+    if filters.owner is not None:
+        rows = rows.filter(owner__username=filters.owner)
+    return rows.order_by("-id")
+
+
+def request_get(*, user, request_id: int) -> Request | None:
+    """One request if ``user`` may see it, else None (absent and hidden look the same)."""
+    if not 1 <= request_id <= MAX_ID:
+        return None
+    return requests_visible(user=user).filter(pk=request_id).first()
+
+
+def request_by_idempotency_key(*, user, key: str) -> Request | None:
+    """The request ``user`` submitted earlier with this ``Idempotency-Key``."""
+    return Request.objects.select_related("owner").filter(owner=user, idempotency_key=key).first()

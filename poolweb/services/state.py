@@ -1,0 +1,80 @@
+"""The live configuration and the snapshot a pass reads, loaded in bulk (no per-row queries)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+
+from poolweb.models import ConfigVersion, Request as RequestRow, SiteState
+from reconcile import Config, Reason, Request, Snapshot, State, Vector
+from reconcile.document import parse_document
+
+LIVE_OR_PENDING = (State.PENDING.value, State.ALLOCATED.value, State.PREEMPTING.value)
+
+
+def site_state(*, for_update: bool = False) -> SiteState:
+    rows = SiteState.objects.select_for_update() if for_update else SiteState.objects
+    state, _ = rows.get_or_create(pk=1)
+    return state
+
+
+def live_version() -> ConfigVersion | None:
+    return site_state().live_version
+
+
+def live_config() -> Config:
+    version = live_version()
+    return config_of(version) if version else Config()
+
+
+_configs: dict[tuple, Config] = {}
+
+
+def config_of(version: ConfigVersion) -> Config:
+    """A provisioned version as an engine Config, parsed once: versions never change."""
+    key = (version.pk, version.number, version.created_at)
+    config = _configs.get(key)
+    if config is None:
+        parsed = parse_document(version.document)
+        if parsed.config is None:  # provision validates, so this is a damaged row
+            raise ValueError(f"version {version.number} does not parse: {parsed.errors[:3]}")
+        if len(_configs) >= 16:
+            _configs.clear()
+        config = _configs[key] = parsed.config
+    return config
+
+
+def to_engine(row: dict) -> Request:
+    """A request row (``values()``) as the engine's value."""
+    return Request(
+        id=row["id"], policy=row["policy"], profile=row["profile"], resources=Vector(row["resources"]),
+        submitted_at=row["submitted_at"], state=State(row["state"]), preemptible=row["preemptible"],
+        max_retries=row["max_retries"], attempt=row["attempt"], pool=row["pool"], allocated_at=row["allocated_at"],
+        lease_seconds=row["lease_seconds"], lease_expires_at=row["lease_expires_at"],
+        preempted_by=row["preempted_by"], preempted_at=row["preempted_at"], reason=Reason(row["reason"]),
+        held_pool=row["held_pool"],
+    )
+
+
+SNAPSHOT_FIELDS = ("id", "policy", "profile", "resources", "submitted_at", "state", "preemptible", "max_retries",
+                   "attempt", "pool", "allocated_at", "lease_seconds", "lease_expires_at", "preempted_by",
+                   "preempted_at", "reason", "held_pool")
+
+
+def load_snapshot(now: datetime) -> Snapshot:
+    """Every non-terminal request and the live configuration, as frozen values (two queries)."""
+    state = SiteState.objects.select_related("live_version").filter(pk=1).first() or site_state()
+    version = state.live_version
+    config = config_of(version) if version else Config()
+    rows = RequestRow.objects.filter(state__in=LIVE_OR_PENDING).values(*SNAPSHOT_FIELDS)
+    return Snapshot(
+        now=now, config=config, requests=tuple(to_engine(row) for row in rows),
+        management_enabled=state.management_enabled,
+        eviction_grace=timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"]),
+    )
+
+
+def on_commit(function) -> None:
+    transaction.on_commit(function)

@@ -1,0 +1,70 @@
+"""Personas and factories for the service tests: alice (admin), bob (member of team "dev"),
+carol (signed in, no team)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+from rest_framework.test import APIClient
+
+from poolweb.services import config as config_services
+
+
+def document(**overrides) -> dict:
+    """A small valid configuration: two pools, fractional and multi-GPU profiles, two teams."""
+    doc = {
+        "pools": [
+            {"name": "h100", "capacity": {"gpu": 8}},
+            {"name": "a100", "capacity": {"gpu": 4}},
+        ],
+        "profiles": [
+            {"name": "half", "resources": {"gpu": 0.5}, "connections": [{"pool": "a100"}], "policies": ["dev", "research"]},
+            {"name": "4xgpu", "resources": {"gpu": 4}, "connections": [{"pool": "h100"}, {"pool": "a100"}],
+             "policies": ["dev", "research"]},
+            {"name": "job", "resources": {"gpu": 1}, "dynamic": True, "connections": [{"pool": "h100"}],
+             "policies": ["dev"]},
+        ],
+        "policies": [
+            {"name": "dev", "group": "dev", "quotas": [{"scope": "*", "key": "gpu", "reserved": 4, "limit": 8}]},
+            {"name": "research", "group": "research", "priority": 10,
+             "quotas": [{"scope": "*", "key": "gpu", "reserved": 4, "limit": 12}]},
+        ],
+    }
+    doc.update(overrides)
+    return doc
+
+
+@pytest.fixture
+def alice(db) -> User:
+    return User.objects.create_user("alice", "alice@example.com", "alice-password", is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def bob(db) -> User:
+    user = User.objects.create_user("bob", "bob@example.com", "bob-password")
+    user.groups.add(Group.objects.get_or_create(name="dev")[0])
+    return user
+
+
+@pytest.fixture
+def carol(db) -> User:
+    return User.objects.create_user("carol", "carol@example.com", "carol-password")
+
+
+def client_for(user: User | None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+@pytest.fixture
+def provisioned(alice):
+    """The demo document provisioned as version 1."""
+    return config_services.config_provision_document(document=document(), author=alice, comment="fixture")
+
+
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    """The personas' passwords need not cost a second each to hash."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

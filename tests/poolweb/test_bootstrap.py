@@ -1,0 +1,297 @@
+"""The one-command start: ``manage.py bootstrap`` (first admin, demo configuration) and
+``manage.py serve`` (web server and worker, supervised)."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Group, User
+from django.core.management import CommandError, call_command
+
+from poolweb.demo import DEMO_COMMENT, DEMO_GROUPS, demo_document
+from poolweb.management.commands import serve
+from poolweb.models import ConfigVersion, Policy, Pool, Profile, SiteState
+from poolweb.services import config as config_services
+from reconcile.document import parse_document
+from tests.poolweb.conftest import document
+
+PASSWORD_LINE = re.compile(r"^ {4}(\S+)$", re.MULTILINE)
+
+
+def bootstrap(*args: str) -> str:
+    out = io.StringIO()
+    call_command("bootstrap", *args, stdout=out)
+    return out.getvalue()
+
+
+def printed_password(output: str) -> str | None:
+    found = PASSWORD_LINE.findall(output)
+    assert len(found) <= 1, output
+    return found[0] if found else None
+
+
+# The first admin
+
+
+@pytest.mark.django_db
+def test_it_creates_one_admin_and_prints_a_password_that_signs_in():
+    output = bootstrap()
+    admin = User.objects.get()
+    assert (admin.username, admin.is_staff, admin.is_superuser) == ("admin", True, True)
+    password = printed_password(output)
+    assert password and len(password) >= 20
+    assert admin.check_password(password)
+    assert output.count(password) == 1
+
+
+@pytest.mark.django_db
+def test_a_second_run_creates_nothing_and_prints_no_password():
+    first = printed_password(bootstrap())
+    second = bootstrap()
+    assert User.objects.count() == 1
+    assert printed_password(second) is None
+    assert first not in second
+    assert "admin already exists" in second
+    assert User.objects.get().check_password(first)  # the password was not reset
+
+
+@pytest.mark.django_db
+def test_it_names_the_admin_after_POOLWEB_ADMIN_USERNAME(monkeypatch):
+    monkeypatch.setenv("POOLWEB_ADMIN_USERNAME", "root-ops")
+    bootstrap()
+    assert list(User.objects.values_list("username", "is_superuser")) == [("root-ops", True)]
+
+
+@pytest.mark.django_db
+def test_it_creates_no_admin_when_a_superuser_exists(alice):
+    output = bootstrap("--no-demo")
+    assert list(User.objects.values_list("username", flat=True)) == ["alice"]
+    assert printed_password(output) is None
+    assert "alice already exists" in output
+
+
+@pytest.mark.django_db
+def test_it_refuses_to_promote_an_ordinary_user_of_the_same_name(carol, monkeypatch):
+    monkeypatch.setenv("POOLWEB_ADMIN_USERNAME", "carol")
+    with pytest.raises(CommandError, match="'carol' exists but is not a superuser"):
+        bootstrap()
+    carol.refresh_from_db()
+    assert not carol.is_superuser and not carol.is_staff
+    assert not ConfigVersion.objects.exists()
+
+
+@pytest.mark.django_db
+def test_it_refuses_an_invalid_admin_username(monkeypatch):
+    monkeypatch.setenv("POOLWEB_ADMIN_USERNAME", "no spaces please")
+    with pytest.raises(CommandError, match="POOLWEB_ADMIN_USERNAME"):
+        bootstrap()
+    assert not User.objects.exists()
+
+
+# The demo configuration
+
+
+@pytest.mark.django_db
+def test_it_provisions_the_demo_as_version_1_with_its_groups():
+    output = bootstrap()
+    version = ConfigVersion.objects.get()
+    admin = User.objects.get()
+    assert (version.number, version.comment, version.author) == (1, DEMO_COMMENT, admin)
+    assert SiteState.objects.get(pk=1).live_version == version
+    assert "demo configuration as version 1" in output
+    # the relational rows, written by the configuration service like any provision
+    assert sorted(Pool.objects.filter(version=version).values_list("name", flat=True)) == ["a100", "h100"]
+    assert sorted(Profile.objects.filter(version=version).values_list("name", flat=True)) == \
+        ["2xgpu", "8xgpu", "half", "job"]
+    assert sorted(Policy.objects.filter(version=version).values_list("group_name", flat=True)) == ["dev", "research"]
+    assert set(Group.objects.values_list("name", flat=True)) == set(DEMO_GROUPS)
+
+
+@pytest.mark.django_db
+def test_a_second_run_provisions_nothing():
+    bootstrap()
+    output = bootstrap()
+    assert list(ConfigVersion.objects.values_list("number", flat=True)) == [1]
+    assert "the demo was not loaded" in output
+
+
+@pytest.mark.django_db
+def test_it_leaves_an_existing_configuration_alone(alice):
+    config_services.config_provision_document(document=document(), author=alice, comment="ours")
+    output = bootstrap()
+    assert list(ConfigVersion.objects.values_list("comment", flat=True)) == ["ours"]
+    assert not Group.objects.filter(name="research").exists()
+    assert "the demo was not loaded" in output
+
+
+@pytest.mark.django_db
+def test_no_demo_creates_the_admin_only():
+    bootstrap("--no-demo")
+    assert User.objects.count() == 1
+    assert not ConfigVersion.objects.exists()
+
+
+def test_the_demo_document_is_valid_and_draws_no_warning():
+    parsed = parse_document(demo_document())
+    assert (parsed.errors, parsed.warnings) == ((), ())
+
+
+@pytest.mark.django_db
+def test_the_service_only_warns_that_the_demo_groups_have_no_members_yet():
+    bootstrap()
+    checked = config_services.validate_document(demo_document())
+    assert checked.errors == []
+    assert sorted((w["path"], w["code"]) for w in checked.warnings) == \
+        [("policies[0].group", "group_empty"), ("policies[1].group", "group_empty")]
+
+
+def test_the_demo_shows_two_pools_fractional_and_multi_gpu_profiles_and_two_teams_with_reservations():
+    config = parse_document(demo_document()).config
+    assert [p.name for p in config.pools] == ["h100", "a100"]
+    gpus = {p.name: p.resources.get("gpu", 0) for p in config.profiles}
+    assert gpus["half"] == 500 and gpus["2xgpu"] == 2000 and gpus["8xgpu"] == 8000  # milli-units
+    assert [p.name for p in config.profiles if p.dynamic] == ["job"]
+    assert [(p.name, p.group) for p in config.policies] == [("research", "research"), ("dev", "dev")]
+    for policy in config.policies:
+        assert any(row.reserved and row.key == "gpu" for row in policy.quotas), policy.name
+        assert any(row.limit and row.key == "gpu" for row in policy.quotas), policy.name
+
+
+def test_the_demo_document_is_a_fresh_copy_each_time():
+    changed = demo_document()
+    changed["pools"].clear()
+    assert len(demo_document()["pools"]) == 2
+
+
+# manage.py serve
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def proc_stat(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a process, or None when it no longer exists."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    fields = text.rsplit(")", 1)[1].split()
+    return fields[0], int(fields[1])
+
+
+def running(pid: int) -> bool:
+    stat = proc_stat(pid)
+    return stat is not None and stat[0] not in ("Z", "X")
+
+
+def descendants(pid: int) -> set[int]:
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := proc_stat(int(entry.name))):
+            parents[int(entry.name)] = stat[1]
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def get_status(url: str) -> int | None:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return None
+
+
+@pytest.fixture
+def serve_environment(tmp_path) -> dict[str, str]:
+    """A fresh SQLite database in a temporary data directory, migrated."""
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("DATABASE_URL", "REDIS_URL", "POOLWEB_SECRET_KEY")}
+    environment.update(POOLWEB_DATA_DIR=str(tmp_path / "data"), PORT=str(free_port()), PYTHONUNBUFFERED="1",
+                       DJANGO_SETTINGS_MODULE="poolweb.settings")
+    migrate = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=settings.BASE_DIR,
+                             env=environment, capture_output=True, text=True, timeout=120)
+    assert migrate.returncode == 0, migrate.stderr
+    return environment
+
+
+def test_serve_answers_http_runs_the_worker_and_stops_both_on_sigterm(serve_environment, tmp_path):
+    port = serve_environment["PORT"]
+    log = tmp_path / "serve.log"
+    with log.open("w") as sink:
+        supervisor = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=settings.BASE_DIR,
+                                      env=serve_environment, stdin=subprocess.DEVNULL, stdout=sink,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while get_status(f"http://127.0.0.1:{port}/api/schema/") != 200:
+            assert supervisor.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"no 200 from /api/schema/ within 30 s\n{log.read_text()}"
+            time.sleep(0.2)
+        # the web server answers; the worker reports its cluster running (django-q2's log line)
+        while not re.search(r"Q Cluster \S+ \[poolweb\] running", output := log.read_text()) \
+                or "Poolweb is running at" not in output:
+            assert supervisor.poll() is None, output
+            assert time.monotonic() < deadline, f"the worker did not start within 30 s\n{output}"
+            time.sleep(0.2)
+        assert f"http://127.0.0.1:{port}/api/docs/" in output
+        pids = {name: int(pid) for name, pid in re.findall(r"Started the (web server|worker) \(pid (\d+)\)", output)}
+        assert set(pids) == {"web server", "worker"}, output
+        assert all(running(pid) for pid in pids.values()), output
+        assert proc_stat(pids["worker"])[1] == supervisor.pid
+        family = descendants(supervisor.pid)  # both children and the worker's cluster processes
+        assert len(family) > 2, family
+
+        supervisor.send_signal(signal.SIGTERM)
+        assert supervisor.wait(timeout=10) == 0, log.read_text()
+        assert not [pid for pid in family if running(pid)], log.read_text()
+        assert "Received SIGTERM" in log.read_text()
+    finally:  # after a failure: the supervisor's children die with it (PR_SET_PDEATHSIG)
+        if supervisor.poll() is None:
+            supervisor.kill()
+            supervisor.wait()
+
+
+@pytest.mark.django_db
+def test_serve_stops_the_other_child_and_fails_when_one_dies(monkeypatch, tmp_path):
+    monkeypatch.setenv("PORT", str(free_port()))
+    marker = tmp_path / "sleeper.pid"
+    sleeper = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    dying = f"import os, time\nwhile not os.path.exists({str(marker)!r}): time.sleep(0.05)\nraise SystemExit(3)"
+    monkeypatch.setattr(serve, "child_commands", lambda host, port: {
+        "web server": [sys.executable, "-c", sleeper], "worker": [sys.executable, "-c", dying]})
+    started = time.monotonic()
+    with pytest.raises(CommandError, match="the worker exited with status 3"):
+        call_command("serve", stdout=io.StringIO())
+    assert time.monotonic() - started < 10
+    assert not running(int(marker.read_text()))
+
+
+@pytest.mark.django_db
+def test_serve_refuses_a_port_in_use(monkeypatch):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        monkeypatch.setenv("PORT", str(taken.getsockname()[1]))
+        monkeypatch.setattr(serve, "start", lambda *args: pytest.fail("nothing may start"))
+        with pytest.raises(CommandError, match="is in use"):
+            call_command("serve", stdout=io.StringIO())

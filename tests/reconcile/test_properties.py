@@ -1,0 +1,342 @@
+"""Property tests: random configurations and event sequences; the invariants of spec §10 after
+every step (reconcile.invariants), plus the purity of plan() and the shape of the waiting list.
+
+A world is a configuration and a list of actions. Actions pick their target by index into the
+requests that exist at that moment, so Hypothesis shrinks a failure to a short, readable story.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass, field, fields, replace
+from datetime import timedelta
+
+from hypothesis import given, note, settings, target
+from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
+
+from reconcile import Config, Plan, Policy, Pool, Profile, Quota, Reason, Request, Snapshot, State, Vector, plan
+from reconcile import lifecycle
+from reconcile.invariants import (
+    REWORDS, check_idempotent, check_preemptions, check_state, check_transition, check_usage,
+)
+from reconcile.ledger import Ledger
+from reconcile.model import ALL_POOLS
+from reconcile.quantity import parse_quantity
+from reconcile.transition import advance
+from tests.reconcile.builders import T0
+
+POOLS = ("h100", "a100", "mig", "cpu")
+POLICIES = ("ml", "cv", "ops", "batch")
+PROFILES = ("job", "half", "slice", "big")
+LICENCE = "tensorrt_sessions"  # a custom key
+
+# Quantities per key, as people would write them: fractions of a GPU, milli-CPUs, slots, licences.
+AMOUNTS = {
+    "gpu": ("2", "1", "2", "3", "1.5", "4", "0.5", "0.125", "0.143"),
+    "mcpu": ("500", "4000", "4000", "16000"),
+    "step_run": ("1", "2", "3", "5"),
+    LICENCE: ("1", "2", "3"),
+}
+QUOTAS = {  # reserved and limit amounts; a zero reservation is common ("may only borrow")
+    "gpu": ("2", "1", "4", "0.5", "0", "8"),
+    "mcpu": ("4000", "0", "1000", "16000"),
+    "step_run": ("2", "0", "1", "4"),
+    LICENCE: ("1", "0", "2"),
+}
+DEMANDS = {
+    "gpu": ("1", "0.5", "2", "0.125", "0.143", "1"),
+    "mcpu": ("250", "1000", "4000"),
+    LICENCE: ("1", "2"),
+}
+WAITING_REASONS = {
+    Reason.MANAGEMENT_DISABLED, Reason.WAITING_FOR_CAPACITY, Reason.WAITING_FOR_QUOTA,
+    Reason.WAITING_FOR_RESERVATION, Reason.BLOCKED_BY_HIGHER_PRIORITY, Reason.WAITING_FOR_PREEMPTION,
+}
+
+
+# Strategies are built once, here, and most are one choice from a finished table: building or
+# drawing piece by piece costs more than the engine's pass.
+def _sometimes(values: tuple[str, ...], absent: int) -> st.SearchStrategy[int | None]:
+    """None ``absent`` times in (absent + len(values)), else one of ``values``."""
+    return st.sampled_from((None,) * absent + tuple(map(parse_quantity, values)))
+
+
+# Every pool has gpu and every profile asks for some; the other keys come and go.
+_CAPACITY = {"gpu": _sometimes(AMOUNTS["gpu"], 0), "mcpu": _sometimes(AMOUNTS["mcpu"], 9),
+             "step_run": _sometimes(AMOUNTS["step_run"], 9), LICENCE: _sometimes(AMOUNTS[LICENCE], 6)}
+_DEMAND = {"gpu": _sometimes(DEMANDS["gpu"], 0), "mcpu": _sometimes(DEMANDS["mcpu"], 9),
+           LICENCE: _sometimes(DEMANDS[LICENCE], 16)}
+_ORDER = st.sampled_from(list(itertools.permutations(range(4))))
+_ROW = st.tuples(st.sampled_from(list(itertools.product(range(5), ("gpu", *QUOTAS), ("both", "reserved", "limit")))),
+                 st.sampled_from(list(itertools.product(range(6), repeat=2))))
+_ROWS = st.lists(_ROW, max_size=4, unique_by=lambda row: row[0][:2])
+_PRIORITY = st.sampled_from((0, 5, 1, 0))
+_COUNT = st.integers(1, 4)
+_POLICY_COUNT = st.sampled_from((2, 3, 1, 4))  # two policies is the smallest world with preemption
+
+
+def _ordered(draw, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The names in a random order."""
+    return tuple(names[i] for i in draw(_ORDER) if i < len(names))
+
+
+def _capacity(draw) -> Vector:
+    """gpu; sometimes mcpu and step_run metered; sometimes a custom key."""
+    return Vector({key: amount for key, strategy in _CAPACITY.items() if (amount := draw(strategy))})
+
+
+def _quotas(draw, pools: tuple[str, ...]) -> tuple[Quota, ...]:
+    """Rows at a pool's scope or "*": reserved ≤ limit, or only one of them stated."""
+    out = []
+    for (scope, key, side), (a, b) in draw(_ROWS):
+        values = QUOTAS[key]
+        low, high = sorted((parse_quantity(values[a % len(values)]), parse_quantity(values[b % len(values)])))
+        scope = pools[scope] if scope < len(pools) else ALL_POOLS
+        out.append(Quota(scope, key, None if side == "limit" else low, None if side == "reserved" else high))
+    return tuple(out)
+
+
+@st.composite
+def configs(draw) -> Config:
+    """1–4 pools, policies and profiles; each profile on 1–3 pools in random precedence."""
+    pools, policies, profiles = POOLS[: draw(_COUNT)], POLICIES[: draw(_POLICY_COUNT)], PROFILES[: draw(_COUNT)]
+    return Config(
+        tuple(Pool(name, _capacity(draw), execution_order=_ordered(draw, profiles)) for name in pools),
+        tuple(_profile(draw, name, pools, policies) for name in profiles),
+        tuple(Policy(name, priority=draw(_PRIORITY), quotas=_quotas(draw, pools)) for name in policies),
+    )
+
+
+def _profile(draw, name: str, pools: tuple[str, ...], policies: tuple[str, ...]) -> Profile:
+    allotment = {key: amount for key, strategy in _DEMAND.items() if (amount := draw(strategy))}
+    connected = _ordered(draw, pools)[: (draw(_COUNT) - 1) % min(3, len(pools)) + 1]
+    ranked = _ordered(draw, policies)[: draw(_POLICY_COUNT)]
+    return Profile(name, Vector(allotment), dynamic=draw(st.booleans()), pools=connected, policies=ranked)
+
+
+# An action is two draws: an entry of a table weighted by repetition (a third submits, a quarter
+# passes, a sixth waits, management rarely switched; shrinking goes towards "pass") and a detail
+# for the entries that need one. Tables stay under ~250 values: Hypothesis draws those uniformly,
+# where it favours the first entries of a larger one (which would send nearly every request to
+# one queue).
+_OWN = ((), (("gpu", 1),), (("gpu", 2),), (("gpu", 3),), (("gpu", 4),), (("mcpu", 2),), (("gpu", 0), ("mcpu", 1)))
+SHAPES = list(itertools.product(_OWN, itertools.product((True, True, True, False), (0, 1, 2), (300, 10, 3600))))
+ENTRIES = (
+    (("pass",),) * 36 + tuple(("submit", queue) for queue in range(16)) * 3
+    + tuple((kind, i) for kind in ("release", "cancel", "heartbeat") for i in range(8))
+    + tuple(("wait", seconds) for seconds in (1, 5, 10, 29, 30, 31, 45, 60, 120, 299, 300, 600, 3600)) * 2
+    + tuple(("capacity", pool) for pool in range(4)) * 2 + (("toggle",),) * 3
+)
+
+
+def _decode(entry: tuple, detail: int) -> tuple:
+    """("submit", queue, own amounts, (preemptible, max_retries, lease_seconds)) and
+    ("capacity", pool, (pick, pick)) take their detail; other entries are whole."""
+    if entry[0] == "submit":
+        return (*entry, *SHAPES[detail])
+    if entry[0] == "capacity":
+        return (*entry, (detail % 5, detail // 5 % 5))
+    return entry
+
+
+ACTION = st.tuples(st.sampled_from(ENTRIES), st.integers(0, len(SHAPES) - 1)).map(lambda drawn: _decode(*drawn))
+ACTIONS = st.lists(ACTION, min_size=10, max_size=40)
+GRACE = st.sampled_from((timedelta(seconds=10), timedelta(seconds=30)))
+
+
+@dataclass
+class World:
+    """A snapshot moved by actions, and a usage cache kept incrementally, as the service would (I-5)."""
+
+    snapshot: Snapshot
+    cache: Ledger = field(init=False)
+    next_id: int = 1
+
+    def __post_init__(self) -> None:
+        # Resizing keeps each pool's keys, so what the cache counts as metered stays right.
+        self.cache = Ledger(self.snapshot.config)
+
+    def step(self, action: tuple) -> Plan | None:
+        """Apply one action; the plan when the action was a pass."""
+        before, result = self.snapshot, None
+        kind = action[0]
+        if kind == "pass":
+            result = plan(before)
+            self.snapshot = advance(before, result)
+        elif kind == "submit":
+            self.snapshot = self._submit(*action[1:])
+        elif kind == "wait":
+            self.snapshot = replace(before, now=before.now + timedelta(seconds=action[1]))
+        elif kind == "capacity":
+            self.snapshot = replace(before, config=_resized(before.config, *action[1:]))
+        elif kind == "toggle":
+            self.snapshot = replace(before, management_enabled=not before.management_enabled)
+        else:
+            self.snapshot = self._act_on(kind, action[1])
+        self._recache(before, self.snapshot)
+        return result
+
+    def _submit(self, queue: int, own: tuple, terms: tuple[bool, int, int]) -> Snapshot:
+        preemptible, max_retries, lease = terms
+        config, s = self.snapshot.config, self.snapshot
+        queues = [(pol, prof.name) for prof in config.profiles for pol in prof.policies]
+        policy, profile = queues[queue % len(queues)]
+        resources = dict(config.profile[profile].resources)
+        if config.profile[profile].dynamic:
+            resources.update({key: parse_quantity(DEMANDS[key][i]) for key, i in own})
+        request = Request(self.next_id, policy, profile, Vector({**resources, "step_run": 1000}), s.now,
+                          preemptible=preemptible, max_retries=max_retries, lease_seconds=lease, reason=Reason.SUBMITTED)
+        self.next_id += 1
+        return replace(s, requests=s.requests + (request,))
+
+    def _act_on(self, kind: str, index: int) -> Snapshot:
+        s = self.snapshot
+        targets = [r for r in s.requests if not r.state.terminal] or list(s.requests)
+        if not targets:
+            return s
+        target = targets[index % len(targets)]
+        if kind == "heartbeat" and not target.state.live:
+            return s  # the API answers 409 (lifecycle.NotLive); nothing changes
+        changed = getattr(lifecycle, kind)(target, s.now)
+        return replace(s, requests=tuple(changed if r.id == target.id else r for r in s.requests))
+
+    def _recache(self, before: Snapshot, after: Snapshot) -> None:
+        old, new = _allocations(before), _allocations(after)
+        for key in old.keys() - new.keys():
+            r = old[key]
+            self.cache.charge(r.policy, r.pool, r.resources, r.preemptible, sign=-1)
+        for key in new.keys() - old.keys():
+            r = new[key]
+            self.cache.charge(r.policy, r.pool, r.resources, r.preemptible)
+
+
+def _allocations(snapshot: Snapshot) -> dict[tuple, Request]:
+    return {(r.id, r.pool, r.allocated_at): r for r in snapshot.requests if r.state.live}
+
+
+def _resized(config: Config, index: int, picks: tuple[int, int]) -> Config:
+    """Replace one pool's capacity: same keys, new amounts (up or down, possibly below usage)."""
+    target = config.pools[index % len(config.pools)]
+    keys = sorted(target.capacity)  # a pool has at most 4 keys; two picks, reused, keep the table small
+    capacity = Vector({k: parse_quantity(AMOUNTS[k][picks[n % 2] % len(AMOUNTS[k])]) for n, k in enumerate(keys)})
+    pools = tuple(replace(p, capacity=capacity) if p is target else p for p in config.pools)
+    return replace(config, pools=pools)
+
+
+def _say(line: str) -> None:
+    """A line of the story Hypothesis prints with a failing example (printed by a plain test)."""
+    note(line) if currently_in_test_context() else print(line)
+
+
+def _story(config: Config) -> None:
+    _say(f"pools: {[(p.name, str(p.capacity), p.execution_order) for p in config.pools]}")
+    _say(f"policies: {[(p.name, p.priority, p.quotas) for p in config.policies]}")
+    _say(f"profiles: {[(p.name, str(p.resources), p.dynamic, p.pools, p.policies) for p in config.profiles]}")
+
+
+def _trace(step: int, action: tuple, result: Plan | None) -> None:
+    summary = ""
+    if result is not None:
+        summary = " → " + ", ".join(f"{d.request_id}:{d.state}{'@' + d.pool if d.pool else ''}"
+                                    f"{'<' + str(d.preempted_by) if d.preempted_by else ''}" for d in result.decisions())
+    _say(f"step {step}: {action}{summary}")
+
+
+def _walk(config: Config, actions: list[tuple], grace: timedelta) -> tuple[list[str], int, int]:
+    """Take every step, asserting I-1…I-8 after each. Returns the reasons a second pass rewrote
+    (a lesser I-8 breach, left to the caller), and how many preemptions and evictions were made."""
+    _story(config)
+    world, reworded, preemptions, evictions = World(Snapshot(T0, config, (), eviction_grace=grace)), [], 0, 0
+    for step, action in enumerate(actions):
+        before = world.snapshot
+        result = world.step(action)
+        _trace(step, action, result)
+        after = world.snapshot
+        found = check_state(after, baseline=before) + check_transition(before, after) + check_usage(after, world.cache)
+        if result is not None:
+            second = check_idempotent(before, first=result)
+            found += check_preemptions(before, result) + [v for v in second if not v.message.startswith(REWORDS)]
+            reworded += [f"step {step}: {v.message}" for v in second if v.message.startswith(REWORDS)]
+            preemptions, evictions = preemptions + len(result.preemptions), evictions + len(result.evictions)
+        assert not found, "\n".join(f"{v.invariant}: {v.message}" for v in found)
+    return reworded, preemptions, evictions
+
+
+@given(config=configs(), actions=ACTIONS, grace=GRACE)
+def test_every_step_keeps_the_invariants(config: Config, actions: list[tuple], grace: timedelta):  # §10 I-1…I-8
+    reworded, preemptions, evictions = _walk(config, actions, grace)
+    target(preemptions, label="preemptions")  # steer generation towards the rarer, riskier paths
+    target(evictions, label="evictions at the end of the grace period")
+    # Its own assertion, checked last: Hypothesis reports it apart from the decisions, and a
+    # rewritten reason cannot hide a worse failure.
+    assert not reworded, "I-8: " + "\n".join(reworded)
+
+
+def test_a_second_pass_keeps_the_reason_of_a_request_behind_a_preemptor():  # I-8, §9; found by the property above
+    """Request 4 (cv) waits while request 3 (ml, priority 5) waits for its victim, request 2. The
+    first pass tells 4 WaitingForCapacity; a second pass on the same state, BlockedByHigherPriority."""
+    config = Config(
+        (Pool("h100", Vector.of(gpu=2)), Pool("a100", Vector.of(gpu=2))),
+        (Profile("job", Vector.of(gpu=2), pools=("h100", "a100"), policies=("ml", "cv")),),
+        (Policy("ml", priority=5, quotas=(Quota(ALL_POOLS, "gpu", 0, 4000),)), Policy("cv")),
+    )
+    submit_ml, submit_cv = ("submit", 0, (), (True, 0, 300)), ("submit", 1, (), (True, 0, 300))
+    actions = [submit_ml, submit_cv, ("pass",), submit_ml, submit_cv, ("pass",)]
+    reworded, preemptions, _ = _walk(config, actions, timedelta(seconds=30))
+    assert preemptions == 1 and not reworded, reworded
+
+
+def _run(config: Config, actions: list[tuple], grace: timedelta, on_pass) -> None:
+    world = World(Snapshot(T0, config, (), eviction_grace=grace))
+    for action in actions:
+        before = world.snapshot
+        if action[0] == "pass":
+            on_pass(before)
+        world.step(action)
+
+
+def _fingerprint(snapshot: Snapshot) -> tuple:
+    """Every value a pass may read, as plain data: a changed vector or list shows up here."""
+    cfg = snapshot.config
+    return (
+        snapshot.now, snapshot.management_enabled, snapshot.eviction_grace,
+        tuple((p.name, dict(p.capacity.items()), p.execution_order) for p in cfg.pools),
+        tuple((p.name, dict(p.resources.items()), p.dynamic, p.pools, p.policies) for p in cfg.profiles),
+        tuple((p.name, p.priority, p.quotas) for p in cfg.policies),
+        tuple(tuple(dict(v) if isinstance(v, Vector) else v for v in (getattr(r, f.name) for f in fields(r)))
+              for r in snapshot.requests),
+    )
+
+
+@settings(max_examples=max(300, settings().max_examples // 4))  # secondary: deep copies at every pass
+@given(config=configs(), actions=ACTIONS, grace=GRACE)
+def test_plan_never_changes_its_snapshot(config: Config, actions: list[tuple], grace: timedelta):  # style §6
+    def check(snapshot: Snapshot) -> None:
+        requests, config_before = snapshot.requests, snapshot.config
+        twin, fingerprint = copy.deepcopy(snapshot), _fingerprint(snapshot)
+        plan(snapshot)
+        assert snapshot.requests is requests and snapshot.config is config_before
+        assert snapshot == twin and _fingerprint(snapshot) == fingerprint
+        cfg = snapshot.config  # derived lookups, if built, still describe the same configuration
+        assert cfg.pool == {p.name: p for p in cfg.pools} and cfg.policy == {p.name: p for p in cfg.policies}
+        assert cfg.profile == {p.name: p for p in cfg.profiles}
+
+    _run(config, actions, grace, check)
+
+
+@given(config=configs(), actions=ACTIONS, grace=GRACE)
+def test_every_pending_request_has_a_reason_and_a_place(config: Config, actions: list[tuple], grace: timedelta):  # §9
+    def check(snapshot: Snapshot) -> None:
+        result = plan(snapshot)
+        pending = {r.id for r in advance(snapshot, result).requests if r.state == State.PENDING}
+        assert set(result.waiting) == pending
+        places: dict[str, list[int]] = {}
+        for waiting in result.waiting.values():
+            assert waiting.reason in WAITING_REASONS and waiting.message
+            places.setdefault(waiting.pool, []).append(waiting.position)
+        for pool, positions in places.items():
+            assert sorted(positions) == list(range(1, len(positions) + 1)), (pool, positions)
+
+    _run(config, actions, grace, check)

@@ -5,8 +5,11 @@ import os
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "poolweb.settings")
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
-django_application = get_asgi_application()
+# The admin's and the API docs' static files come from the same process: `make run` needs no
+# separate web server in front.
+django_application = ASGIStaticFilesHandler(get_asgi_application())
 
 application = ProtocolTypeRouter({"http": django_application})

@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_q",
     "channels",
     "poolweb",
@@ -134,6 +135,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Share scarce GPU capacity: configuration, requests and live state.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The docs page works offline: Swagger UI is served from this install, not from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
 }
 

@@ -60,7 +60,7 @@ def run_manage(*args: str, **variables: str) -> subprocess.CompletedProcess:
     environment = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
     environment.update(DJANGO_SETTINGS_MODULE="poolweb.settings", **variables)
     return subprocess.run([sys.executable, "manage.py", *args], cwd=settings.BASE_DIR, env=environment,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False)
 
 
 @pytest.mark.parametrize("variable, value", [("POOLWEB_DEBUG", "maybe"), ("POOLWEB_WORKERS", "many")])
@@ -103,3 +103,14 @@ def test_serve_listens_on_8000_when_port_is_unset(monkeypatch):
     commands = serve.child_commands("127.0.0.1", 8000)
     assert commands["web server"][-5:] == ["-b", "127.0.0.1", "-p", "8000", "poolweb.asgi:application"]
     assert commands["worker"][-1] == "qcluster"
+
+
+def test_the_login_page_renders(client):
+    response = client.get("/accounts/login/")
+    assert response.status_code == 200 and b"Sign in to Poolweb" in response.content
+
+
+def test_the_api_docs_are_public_and_served_without_a_cdn(client, db):
+    assert client.get("/api/schema/").status_code == 200
+    page = client.get("/api/docs/").content.decode()
+    assert "cdn" not in page.lower() and "/static/drf_spectacular_sidecar/" in page

@@ -60,7 +60,7 @@ def start(name: str, command: list[str]) -> Child:
     environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
     environment.setdefault("DJANGO_SETTINGS_MODULE", "poolweb.settings")
     process = subprocess.Popen(command, cwd=settings.BASE_DIR, env=environment, stdin=subprocess.DEVNULL,
-                               process_group=0, preexec_fn=_terminate_with_parent)
+                               process_group=0, preexec_fn=_terminate_with_parent)  # noqa: PLW1509 (no threads here)
     return Child(name, process)
 
 
@@ -125,7 +125,7 @@ class Command(BaseCommand):
     help = "Run the web server (daphne: HTTP and websockets) and the background worker until Ctrl-C or SIGTERM."
     # The children load the whole project themselves, and `make run` runs migrate (and so the
     # system checks) just before: checking here too would only delay the start.
-    requires_system_checks: list[str] = []
+    requires_system_checks = ()
     requires_migrations_checks = True
 
     def handle(self, *args, **options) -> None:

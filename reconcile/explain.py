@@ -40,9 +40,13 @@ def explain_waiting(
     if enabled:
         for group in ordered:
             by_pool[id(group)] = _group_reasons(group, ledger)
-            for pool, reason, _ in by_pool[id(group)]:
+            head = group.waiting[0]
+            # The head as it sees itself: a preemptor of this very pass is not in its own way.
+            seen_by_head = by_pool[id(group)] if group.holder is not None or head.id not in ledger.holds \
+                else _group_reasons(group, ledger, head.id)
+            for pool, reason, _ in seen_by_head:
                 if reason in _ROOM and pool not in first_waiter:
-                    first_waiter[pool] = (group.priority, group.waiting[0], group.policy)
+                    first_waiter[pool] = (group.priority, head, group.policy)
     judged = {id(group): _overall(_behind_higher_priority(group, by_pool[id(group)], first_waiter))
               if enabled else (Reason.MANAGEMENT_DISABLED, DISABLED) for group in ordered}
     waiting: dict[int, Waiting] = {}
@@ -84,8 +88,8 @@ def _preemptor_reason(request_id: int, group: QueueGroup, ledger: Ledger, victim
 _OWN_POLICY = (Reason.WAITING_FOR_RESERVATION, Reason.WAITING_FOR_QUOTA)
 
 
-def _group_reasons(group: QueueGroup, ledger: Ledger) -> list[tuple[str, Reason, str]]:
-    with ledger.as_seen_by(group.holder):
+def _group_reasons(group: QueueGroup, ledger: Ledger, seen_by: int | None = None) -> list[tuple[str, Reason, str]]:
+    with ledger.as_seen_by(group.holder if seen_by is None else seen_by):
         return _pool_reasons(group, ledger)
 
 

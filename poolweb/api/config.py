@@ -17,7 +17,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from poolweb.api.errors import bad_request
+from poolweb.api.errors import DetailSchema, ErrorsSchema, IssueSchema, bad_request
 from poolweb.services import config as services
 
 TAG = "configuration"
@@ -82,20 +82,6 @@ class DraftDocument(serializers.Serializer):
 
 class ConfigDocument(DraftDocument):
     version = serializers.IntegerField(read_only=True, help_text="0 before the first provision")
-
-
-class IssueSchema(serializers.Serializer):
-    path = serializers.CharField()
-    code = serializers.CharField()
-    message = serializers.CharField()
-
-
-class ErrorsSchema(serializers.Serializer):
-    errors = IssueSchema(many=True)
-
-
-class DetailSchema(serializers.Serializer):
-    detail = serializers.CharField()
 
 
 class ValidationSchema(serializers.Serializer):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -53,3 +53,20 @@ def exception_handler(exc, context):
     if isinstance(exc, exceptions.ValidationError):
         return bad_request(flatten(exc.detail))
     return drf_exception_handler(exc, context)
+
+
+# The shapes above, for the OpenAPI schema.
+
+
+class IssueSchema(serializers.Serializer):
+    path = serializers.CharField()
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+class ErrorsSchema(serializers.Serializer):
+    errors = IssueSchema(many=True)
+
+
+class DetailSchema(serializers.Serializer):
+    detail = serializers.CharField()

@@ -23,7 +23,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from poolweb.api.errors import bad_request
+from poolweb.api.errors import DetailSchema, ErrorsSchema, bad_request
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import RequestFilters, request_get, request_list
 from poolweb.services import requests as services
@@ -103,23 +103,9 @@ class SubmitSchema(serializers.Serializer):
                                    required=False, help_text="at most 50; keys 1 to 63 characters")
 
 
-class RequestIssueSchema(serializers.Serializer):
-    path = serializers.CharField()
-    code = serializers.CharField()
-    message = serializers.CharField()
-
-
-class RequestErrorsSchema(serializers.Serializer):
-    errors = RequestIssueSchema(many=True)
-
-
-class RequestDetailSchema(serializers.Serializer):
-    detail = serializers.CharField()
-
-
-BAD_REQUEST = OpenApiResponse(RequestErrorsSchema, description="malformed input: every error with its path")
-NOT_FOUND = OpenApiResponse(RequestDetailSchema, description="no such request, or another user's")
-NOT_LIVE = OpenApiResponse(RequestDetailSchema, description="the request holds no capacity, or changed meanwhile")
+BAD_REQUEST = OpenApiResponse(ErrorsSchema, description="malformed input: every error with its path")
+NOT_FOUND = OpenApiResponse(DetailSchema, description="no such request, or another user's")
+NOT_LIVE = OpenApiResponse(DetailSchema, description="the request holds no capacity, or changed meanwhile")
 ID = OpenApiParameter("id", int, OpenApiParameter.PATH)
 IDEMPOTENCY_KEY = OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER,
                                    description="a retry with the same key returns the first request (200)")
@@ -176,7 +162,7 @@ class RequestCollectionView(GenericAPIView):
     @extend_schema(tags=[TAG], operation_id="requests_create", request=SubmitSchema,
                    parameters=[IDEMPOTENCY_KEY],
                    responses={201: RequestSerializer, 200: RequestSerializer, 400: BAD_REQUEST,
-                              403: OpenApiResponse(RequestDetailSchema, description="not in the policy's group")})
+                              403: OpenApiResponse(DetailSchema, description="not in the policy's group")})
     def post(self, request):
         key = request.headers.get("Idempotency-Key")
         try:

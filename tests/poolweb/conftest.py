@@ -3,10 +3,14 @@ carol (signed in, no team)."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.contrib.auth.models import Group, User
+from django.utils import timezone
 from rest_framework.test import APIClient
 
+from poolweb.models import Request
 from poolweb.services import config as config_services
 
 
@@ -64,7 +68,19 @@ def provisioned(alice):
     return config_services.config_provision_document(document=document(), author=alice, comment="fixture")
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """The personas' passwords need not cost a second each to hash."""
+@pytest.fixture(autouse=True, scope="session")
+def fast_passwords():
+    """The personas' passwords need not cost a second each to hash (PBKDF2 does here)."""
+    from django.conf import settings
+
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def request_row(owner, policy: str, profile: str, gpu: float, *, state: str = "pending", pool: str | None = None):
+    """A request straight in the database; a live one holds its allocation for an hour."""
+    now = timezone.now()
+    live = state in ("allocated", "preempting")
+    return Request.objects.create(
+        policy=policy, profile=profile, owner=owner, resources={"gpu": int(gpu * 1000), "step_run": 1000},
+        state=state, pool=pool, reason="Granted" if live else "Submitted",
+        allocated_at=now if live else None, lease_expires_at=now + dt.timedelta(hours=1) if live else None)

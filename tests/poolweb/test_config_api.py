@@ -4,25 +4,19 @@ the management switch and who may call it."""
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import json
 
 import pytest
-from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 
 from poolweb.models import (
     ConfigVersion, Connection, Draft, Policy, Pool, Profile, Queue, Quota, Request, SiteState,
 )
-from tests.poolweb.conftest import client_for, document
+from tests.poolweb.conftest import request_row, client_for, document
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """The personas' passwords need not cost a second each to hash."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 API = "/api/v1"
 TABLES = (ConfigVersion, Pool, Profile, Connection, Policy, Quota, Queue, Draft, Request, SiteState)
@@ -31,14 +25,6 @@ TABLES = (ConfigVersion, Pool, Profile, Connection, Policy, Quota, Queue, Draft,
 def counts() -> dict[str, int]:
     return {model.__name__: model.objects.count() for model in TABLES}
 
-
-def request_row(owner, policy: str, profile: str, gpu: float, *, state: str = "pending", pool: str | None = None):
-    now = timezone.now()
-    live = state in ("allocated", "preempting")
-    return Request.objects.create(
-        policy=policy, profile=profile, owner=owner, resources={"gpu": int(gpu * 1000), "step_run": 1000},
-        state=state, pool=pool, reason="Granted" if live else "Submitted",
-        allocated_at=now if live else None, lease_expires_at=now + dt.timedelta(hours=1) if live else None)
 
 
 def issues(response) -> set[tuple[str, str]]:

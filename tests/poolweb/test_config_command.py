@@ -17,10 +17,6 @@ from tests.poolweb.conftest import document
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """The personas' passwords need not cost a second each to hash."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def run(*args: str) -> tuple[str, str]:

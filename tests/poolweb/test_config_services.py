@@ -7,21 +7,16 @@ import datetime as dt
 
 import pytest
 from django.contrib.auth.models import Group
-from django.utils import timezone
 
 from poolweb.models import (
-    ConfigVersion, Connection, Draft, Policy, Pool, Profile, Queue, Quota, Request, SiteState,
+    ConfigVersion, Connection, Draft, Policy, Pool, Profile, Queue, Quota, SiteState,
 )
 from poolweb.services import config as services
-from tests.poolweb.conftest import document
+from tests.poolweb.conftest import request_row, document
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    """The personas' passwords need not cost a second each to hash."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 CONFIG_TABLES = (ConfigVersion, Pool, Profile, Connection, Policy, Quota, Queue, Draft)
 
@@ -29,15 +24,6 @@ CONFIG_TABLES = (ConfigVersion, Pool, Profile, Connection, Policy, Quota, Queue,
 def rows() -> dict[str, int]:
     return {model.__name__: model.objects.count() for model in CONFIG_TABLES}
 
-
-def request_row(owner, policy: str, profile: str, gpu: float, *, state: str = "pending", pool: str | None = None):
-    """A request straight in the database; a live one holds its allocation for an hour."""
-    now = timezone.now()
-    live = state in ("allocated", "preempting")
-    return Request.objects.create(
-        policy=policy, profile=profile, owner=owner, resources={"gpu": int(gpu * 1000), "step_run": 1000},
-        state=state, pool=pool, reason="Granted" if live else "Submitted",
-        allocated_at=now if live else None, lease_expires_at=now + dt.timedelta(hours=1) if live else None)
 
 
 def without(doc: dict, kind: str, name: str) -> dict:

@@ -19,10 +19,6 @@ from .conftest import client_for, document
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings) -> None:
-    """The personas' passwords hashed cheaply: PBKDF2 costs about a second per user here."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def go_live(doc: dict, author: User, comment: str = "test") -> None:

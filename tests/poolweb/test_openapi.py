@@ -51,10 +51,6 @@ KNOWN_5XX: dict[tuple[str, str], str] = {}
 EXAMPLES = {"alice": 30, "bob": 10}  # per operation
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings) -> None:
-    """The personas' passwords hashed cheaply: PBKDF2 costs about a second per user here."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def template(path: str) -> str:

@@ -87,10 +87,6 @@ def cases():
             yield pytest.param(row, persona, id=f"{row.method} {row.path}{queue} as {persona}")
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings) -> None:
-    """The personas' passwords hashed cheaply: PBKDF2 costs about a second per user here."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

@@ -18,10 +18,6 @@ pytestmark = pytest.mark.django_db
 PATH = "/api/v1/pools"
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings) -> None:
-    """The personas' passwords hashed cheaply: PBKDF2 costs about a second per user here."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def create_token(username: str) -> str:

@@ -239,9 +239,9 @@ def _borrowed(config: Config, live: list[Request], policy: str) -> dict[int, dic
     applicable scope; what exceeds it at any scope is borrowed."""
     consumed, borrowed = Tally(int), {}
     for a in sorted((r for r in live if r.policy == policy), key=lambda r: (r.allocated_at, r.id)):
-        units = borrowed[a.id] = {}
+        units, pool = borrowed.setdefault(a.id, {}), config.pool.get(a.pool)
         for key, amount in a.resources.items():
-            if metered(config.pool[a.pool], key):
+            if pool is not None and metered(pool, key):
                 over = 0
                 for scope, reserved in _bounds(config, policy, a.pool, key, "reserved") or [(a.pool, 0)]:
                     consumed[(scope, key)] += amount

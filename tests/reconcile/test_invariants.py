@@ -18,7 +18,7 @@ from reconcile.invariants import (
 from reconcile.ledger import Ledger
 from reconcile.plan import Decision, Waiting
 from reconcile.quantity import Vector
-from tests.reconcile.builders import at, config, policy, pool, profile, req, snapshot
+from tests.reconcile.builders import config, policy, pool, profile, req, snapshot
 
 A, P = State.ALLOCATED, State.PREEMPTING
 
@@ -43,47 +43,64 @@ def matches(found: list[Violation], expected: list[str]) -> bool:
 TWO = config(pool("dc", gpu=2, step_run=3), pool("b", gpu=2), profile("job", ("dc", "b"), ("ml", "cv"), dynamic=True),
              policy("ml", "dc:gpu /1", "*:gpu /3"), policy("cv", "dc:gpu 1/2", "dc:step_run 3/"))
 SHRUNK = replace(TWO, pools=(pool("dc", gpu=1, step_run=3), pool("b", gpu=2)))
+LOWERED = replace(TWO, policies=(policy("ml", "dc:gpu /0.5", "*:gpu /3"), TWO.policy["cv"]))
 
-STATE_CASES = [
-    ("clean: full but not over", snapshot(TWO, live(1, "cv", gpu=1.5), live(2, "ml", "b", gpu=2)), None, []),
-    ("I-1 gpu over capacity", snapshot(TWO, live(1, "cv", gpu=1.5), live(2, "ml", gpu=0.5), live(3, "ml", gpu=0.125)),
-     None, ["I-1: pool dc: 2.125 gpu in use, above its capacity of 2"]),
-    ("I-1 metered step_run", snapshot(TWO, *(live(i, "cv", "dc") for i in (1, 2, 3, 4))), None,
-     ["I-1: 4 step_run in use, above its capacity of 3"]),
-    ("unmetered step_run and mcpu are never over", snapshot(TWO, *(live(i, "cv", "b", mcpu=9000) for i in (1, 2, 3))),
-     None, []),
-    ("I-1 a custom key the pool lacks has capacity 0", snapshot(TWO, live(1, "cv", "b", licence=1)), None,
-     ["I-1: pool b: 1 licence in use, above its capacity of 0"]),
-    ("preempting still holds capacity", snapshot(TWO, live(1, "cv", gpu=2), live(2, "ml", state=P, gpu=0.5)), None,
-     ["I-1: 2.5 gpu in use"]),
-    ("terminal and pending hold nothing", snapshot(TWO, live(1, "cv", gpu=2), req(2, "cv", "job", gpu=2),
-                                                   live(3, "cv", gpu=2, state=State.RELEASED)), None, []),
-    ("I-2 pool-scope limit", snapshot(TWO, live(1, "ml", gpu=0.5), live(2, "ml", gpu=0.75)), None,
+STATE_CASES = [  # (name, state, baseline or None, findings)
+    ("clean: full but not over",
+     snapshot(TWO, live(1, "cv", gpu=1.5), live(2, "ml", "b", gpu=2)), None, []),
+    ("I-1 gpu over capacity",
+     snapshot(TWO, live(1, "cv", gpu=1.5), live(2, "ml", gpu=0.5), live(3, "ml", gpu=0.125)), None,
+     ["I-1: pool dc: 2.125 gpu in use, above its capacity of 2"]),
+    ("I-1 metered step_run",
+     snapshot(TWO, *(live(i, "cv", "dc") for i in (1, 2, 3, 4))), None, ["I-1: 4 step_run in use, above its capacity of 3"]),
+    ("unmetered step_run and mcpu are never over",
+     snapshot(TWO, *(live(i, "cv", "b", mcpu=9000) for i in (1, 2, 3))), None, []),
+    ("I-1 a custom key the pool lacks has capacity 0",
+     snapshot(TWO, live(1, "cv", "b", licence=1)), None, ["I-1: pool b: 1 licence in use, above its capacity of 0"]),
+    ("preempting still holds capacity",
+     snapshot(TWO, live(1, "cv", gpu=2), live(2, "ml", state=P, gpu=0.5)), None, ["I-1: 2.5 gpu in use"]),
+    ("terminal and pending hold nothing",
+     snapshot(TWO, live(1, "cv", gpu=2), req(2, "cv", "job", gpu=2), live(3, "cv", gpu=2, state=State.RELEASED)), None, []),
+    ("I-2 pool-scope limit",
+     snapshot(TWO, live(1, "ml", gpu=0.5), live(2, "ml", gpu=0.75)), None,
      ["I-2: policy ml uses 1.25 gpu on pool dc, above its limit of 1"]),
-    ("I-2 limit across all pools", snapshot(TWO, live(1, "ml", gpu=1), live(2, "ml", "b", gpu=2), live(3, "ml", "b", gpu=0.5)),
-     None, ["I-1: pool b: 2.5 gpu", "I-2: policy ml uses 3.5 gpu across all pools, above its limit of 3"]),
-    ("I-3 non-preemptible above its reservation", snapshot(TWO, live(1, "cv", np=True, gpu=1), live(2, "cv", np=True, gpu=0.5)),
-     None, ["I-3: non-preemptible requests of policy cv use 1.5 gpu on pool dc, above its reservation of 1"]),
-    ("I-3 no reservation row means 0", snapshot(TWO, live(1, "ml", "b", np=True, gpu=0.5)), None,
+    ("I-2 limit across all pools",
+     snapshot(TWO, live(1, "ml", gpu=1), live(2, "ml", "b", gpu=2), live(3, "ml", "b", gpu=0.5)), None,
+     ["I-1: pool b: 2.5 gpu", "I-2: policy ml uses 3.5 gpu across all pools, above its limit of 3"]),
+    ("I-3 non-preemptible above its reservation",
+     snapshot(TWO, live(1, "cv", np=True, gpu=1), live(2, "cv", np=True, gpu=0.5)), None,
+     ["I-3: non-preemptible requests of policy cv use 1.5 gpu on pool dc, above its reservation of 1"]),
+    ("I-3 no reservation row means 0",
+     snapshot(TWO, live(1, "ml", "b", np=True, gpu=0.5)), None,
      ["I-3: policy ml use 0.5 gpu on pool b, above its reservation of 0"]),
-    ("I-3 counts metered step_run too", snapshot(TWO, live(1, "ml", np=True)), None,
-     ["I-3: policy ml use 1 step_run on pool dc, above its reservation of 0"]),
-    ("preemptible usage may borrow past the reservation", snapshot(TWO, live(1, "cv", np=True, gpu=1), live(2, "cv", gpu=1)),
-     None, []),
-    ("I-4 a duplicate id", snapshot(TWO, live(1, "cv", gpu=1), req(1, "cv", "job")), None, ["I-4: request id 1 appears 2 times"]),
-    ("I-4 live without a pool", snapshot(TWO, live(1, "cv", None)), None, ["I-4: request 1 is allocated on unknown pool None"]),
-    ("I-4 live on an unknown pool", snapshot(TWO, live(1, "cv", "gone")), None, ["I-4: on unknown pool 'gone'"]),
+    ("I-3 counts metered step_run too",
+     snapshot(TWO, live(1, "ml", np=True)), None, ["I-3: policy ml use 1 step_run on pool dc, above its reservation of 0"]),
+    ("preemptible usage may borrow past the reservation",
+     snapshot(TWO, live(1, "cv", np=True, gpu=1), live(2, "cv", gpu=1)), None, []),
+    ("I-4 a duplicate id",
+     snapshot(TWO, live(1, "cv", gpu=1), req(1, "cv", "job")), None, ["I-4: request id 1 appears 2 times"]),
+    ("I-4 live without a pool",
+     snapshot(TWO, live(1, "cv", None)), None, ["I-4: request 1 is allocated on unknown pool None"]),
+    ("I-4 live on an unknown pool",
+     snapshot(TWO, live(1, "cv", "gone")), None, ["I-4: on unknown pool 'gone'"]),
     # R-57: a provision shrank dc to 1 gpu under 1.5 in use.
-    ("over-commitment after a shrink is allowed", snapshot(SHRUNK, live(1, "cv", gpu=1.5)),
-     snapshot(TWO, live(1, "cv", gpu=1.5)), []),
-    ("and stays allowed while it shrinks", snapshot(SHRUNK, live(1, "cv", gpu=1.5)),
-     snapshot(SHRUNK, live(1, "cv", gpu=1.5), live(2, "ml", gpu=0.5)), []),
-    ("but nothing new may be granted on it", snapshot(SHRUNK, live(1, "cv", gpu=1.5), live(3, "ml", gpu=0.125)),
+    ("over-commitment after a shrink is allowed",
+     snapshot(SHRUNK, live(1, "cv", gpu=1.5)), snapshot(TWO, live(1, "cv", gpu=1.5)), []),
+    ("and stays allowed while it shrinks",
+     snapshot(SHRUNK, live(1, "cv", gpu=1.5)), snapshot(SHRUNK, live(1, "cv", gpu=1.5), live(2, "ml", gpu=0.5)), []),
+    ("but nothing new may be granted on it",
+     snapshot(SHRUNK, live(1, "cv", gpu=1.5), live(3, "ml", gpu=0.125)),
      snapshot(SHRUNK, live(1, "cv", gpu=1.5), live(2, "ml", gpu=0.5)), ["I-1: pool dc: 1.625 gpu in use"]),
-    ("and usage may not grow", snapshot(SHRUNK, live(1, "cv", gpu=1.5), live(2, "ml", gpu=0.5)),
-     snapshot(SHRUNK, live(1, "cv", gpu=1.5)), ["I-1: pool dc: 2 gpu in use"]),
-    ("a re-grant after eviction is new", snapshot(SHRUNK, live(1, "cv", gpu=1.5, allocated_s=50)),
-     snapshot(SHRUNK, live(1, "cv", gpu=1.5, allocated_s=1)), ["I-1: pool dc: 1.5 gpu in use"]),
+    ("and usage may not grow",
+     snapshot(SHRUNK, live(1, "cv", gpu=1.5), live(2, "ml", gpu=0.5)), snapshot(SHRUNK, live(1, "cv", gpu=1.5)),
+     ["I-1: pool dc: 2 gpu in use"]),
+    ("a limit lowered under usage is over-commitment too",
+     snapshot(LOWERED, live(1, "ml", gpu=1)), snapshot(TWO, live(1, "ml", gpu=1)), []),
+    ("without the baseline it is a violation",
+     snapshot(LOWERED, live(1, "ml", gpu=1)), None, ["I-2: policy ml uses 1 gpu on pool dc, above its limit of 0.5"]),
+    ("a re-grant after eviction is new",
+     snapshot(SHRUNK, live(1, "cv", gpu=1.5, allocated_s=50)), snapshot(SHRUNK, live(1, "cv", gpu=1.5, allocated_s=1)),
+     ["I-1: pool dc: 1.5 gpu in use"]),
 ]
 
 
@@ -107,7 +124,8 @@ def _ledger(*charges, config=TWO) -> Ledger:
 
 
 # Pool b meters only gpu: request 2's mcpu and step_run there use up nothing (docs/decisions.md §3).
-CV_ON_DC, ML_ON_B = ("cv", "dc", True, {"gpu": 1, "step_run": 1}), ("ml", "b", False, {"gpu": 0.5, "mcpu": 500, "step_run": 1})
+CV_ON_DC = ("cv", "dc", True, {"gpu": 1, "step_run": 1})
+ML_ON_B = ("ml", "b", False, {"gpu": 0.5, "mcpu": 500, "step_run": 1})
 USAGE_CASES = [
     ("a ledger of the live allocations", Ledger.of_live(USAGE.requests, TWO), []),
     ("charged one by one", _ledger(CV_ON_DC, ML_ON_B), []),
@@ -136,14 +154,17 @@ DONE = replace(live(1, "cv", gpu=1), state=State.RELEASED, reason=Reason.RELEASE
 BEFORE = snapshot(TWO, DONE, req(2, "cv", "job", gpu=1), req(3, "ml", "job", state=State.REJECTED))
 
 TRANSITION_CASES = [
-    ("pending may move, terminal stays", snapshot(TWO, DONE, live(2, "cv", gpu=1), req(3, "ml", "job", state=State.REJECTED)), []),
-    ("released back to allocated", snapshot(TWO, replace(DONE, state=A), req(2, "cv", "job", gpu=1),
-                                            req(3, "ml", "job", state=State.REJECTED)),
+    ("pending may move, terminal stays",
+     snapshot(TWO, DONE, live(2, "cv", gpu=1), req(3, "ml", "job", state=State.REJECTED)), []),
+    ("released back to allocated",
+     snapshot(TWO, replace(DONE, state=A), req(2, "cv", "job", gpu=1), req(3, "ml", "job", state=State.REJECTED)),
      ["I-6: request 1 was released, then"]),
-    ("a terminal request's reason rewritten", snapshot(TWO, replace(DONE, reason=Reason.LEASE_EXPIRED),
-                                                       req(2, "cv", "job", gpu=1), req(3, "ml", "job", state=State.REJECTED)),
+    ("a terminal request's reason rewritten",
+     snapshot(TWO, replace(DONE, reason=Reason.LEASE_EXPIRED), req(2, "cv", "job", gpu=1),
+              req(3, "ml", "job", state=State.REJECTED)),
      ["I-6: request 1 was released"]),
-    ("a terminal request gone", snapshot(TWO, DONE, req(2, "cv", "job", gpu=1)), ["I-6: request 3 was rejected, then gone"]),
+    ("a terminal request gone",
+     snapshot(TWO, DONE, req(2, "cv", "job", gpu=1)), ["I-6: request 3 was rejected, then gone"]),
 ]
 
 
@@ -181,50 +202,62 @@ def engine(state):
 BY_PRIORITY = snapshot(RANKS, live(1, "low", gpu=2), req(2, "high", "job", gpu=1))
 RECLAIM = snapshot(RANKS, live(1, "low", gpu=2), req(2, "peer", "job", gpu=1))
 
-PREEMPTION_CASES = [
+PREEMPTION_CASES = [  # (name, snapshot, plan, findings)
     ("the engine by priority", *engine(BY_PRIORITY), []),
     ("the engine reclaiming borrowed units", *engine(RECLAIM), []),
     ("reclaim named as such", *with_plan(RECLAIM, preempt(1, 2, Reason.RECLAIMED)), []),
-    ("R-30 while management is disabled", *with_plan(replace(BY_PRIORITY, management_enabled=False), preempt(1, 2)),
-     ["I-7: management is disabled"]),
-    ("R-41 a victim of the preemptor's own policy", *with_plan(snapshot(RANKS, live(1, "low", gpu=2), req(2, "low", "job", gpu=1)),
-                                                              preempt(1, 2)),
+    ("R-30 while management is disabled",
+     *with_plan(replace(BY_PRIORITY, management_enabled=False), preempt(1, 2)), ["I-7: management is disabled"]),
+    ("R-41 a victim of the preemptor's own policy",
+     *with_plan(snapshot(RANKS, live(1, "low", gpu=2), req(2, "low", "job", gpu=1)), preempt(1, 2)),
      ["I-7: request 1 preempted for request 2 on pool dc: the victim is allocated, preemptible=True, of policy low"]),
-    ("R-41 a non-preemptible victim", *with_plan(snapshot(RANKS, live(1, "low", np=True, gpu=2), req(2, "high", "job", gpu=1)),
-                                                 preempt(1, 2)), ["I-7: preemptible=False"]),
-    ("R-41 a victim already preempting", *with_plan(snapshot(RANKS, live(1, "low", state=P, gpu=2), req(2, "high", "job", gpu=1)),
-                                                    preempt(1, 2)), ["I-7: the victim is preempting"]),
-    ("R-41 a victim on another pool", *with_plan(snapshot(RANKS, live(1, "low", "b", gpu=2), live(3, "low", gpu=2),
-                                                          req(2, "high", "job", gpu=1)), preempt(1, 2)), ["I-7: on pool b"]),
-    ("R-41 a victim holding none of what is short", *with_plan(
-        snapshot(RANKS, live(1, "low", mcpu=1000), live(3, "low", np=True, gpu=2), req(2, "high", "job", gpu=1)), preempt(1, 2)),
+    ("R-41 a non-preemptible victim",
+     *with_plan(snapshot(RANKS, live(1, "low", np=True, gpu=2), req(2, "high", "job", gpu=1)), preempt(1, 2)),
+     ["I-7: preemptible=False"]),
+    ("R-41 a victim already preempting",
+     *with_plan(snapshot(RANKS, live(1, "low", state=P, gpu=2), req(2, "high", "job", gpu=1)), preempt(1, 2)),
+     ["I-7: the victim is preempting"]),
+    ("R-41 a victim on another pool",
+     *with_plan(snapshot(RANKS, live(1, "low", "b", gpu=2), live(3, "low", gpu=2), req(2, "high", "job", gpu=1)),
+                preempt(1, 2)),
+     ["I-7: on pool b"]),
+    ("R-41 a victim holding none of what is short",
+     *with_plan(snapshot(RANKS, live(1, "low", mcpu=1000), live(3, "low", np=True, gpu=2), req(2, "high", "job", gpu=1)),
+                preempt(1, 2)),
      ["I-7: the victim holds none of the keys the preemptor is short of (gpu)"]),
-    ("R-41 equal priority, the preemptor would borrow", *with_plan(snapshot(RANKS, live(1, "owner", gpu=2), req(2, "low", "job", gpu=1)),
-                                                                   preempt(1, 2, Reason.RECLAIMED)),
+    ("R-41 equal priority, the preemptor would borrow",
+     *with_plan(snapshot(RANKS, live(1, "owner", gpu=2), req(2, "low", "job", gpu=1)), preempt(1, 2, Reason.RECLAIMED)),
      ["I-7: priority 1 is not below 1 and the preemptor would borrow"]),
-    ("R-41 reclaim from a victim in share", *with_plan(snapshot(RANKS, live(1, "owner", gpu=2), req(2, "peer", "job", gpu=1)),
-                                                       preempt(1, 2, Reason.RECLAIMED)),
+    ("R-41 reclaim from a victim in share",
+     *with_plan(snapshot(RANKS, live(1, "owner", gpu=2), req(2, "peer", "job", gpu=1)), preempt(1, 2, Reason.RECLAIMED)),
      ["I-7: priority 1 is not below 1 and the victim holds no borrowed gpu"]),
-    ("R-41 the borrowed units are the newest", *with_plan(
-        snapshot(RANKS, live(1, "owner", gpu=1, allocated_s=5), live(3, "owner", gpu=1, allocated_s=9),
-                 live(4, "owner", "b", gpu=1, allocated_s=1), req(2, "peer", "job", gpu=1)),
-        preempt(3, 2, Reason.RECLAIMED)), []),
-    ("R-41 the oldest of them is in share", *with_plan(
-        snapshot(RANKS, live(1, "owner", gpu=1, allocated_s=5), live(3, "owner", gpu=1, allocated_s=9),
-                 live(4, "owner", gpu=0.5, allocated_s=10), req(2, "peer", "job", gpu=1)),
-        preempt(1, 2, Reason.RECLAIMED)), ["I-7: the victim holds no borrowed gpu"]),
-    ("R-44 a priority eviction called a reclaim", *with_plan(BY_PRIORITY, preempt(1, 2, Reason.RECLAIMED)),
+    ("R-41 the borrowed units are the newest",
+     *with_plan(snapshot(RANKS, live(1, "owner", gpu=1, allocated_s=5), live(3, "owner", gpu=1, allocated_s=9),
+                         live(4, "owner", "b", gpu=1, allocated_s=1), req(2, "peer", "job", gpu=1)),
+                preempt(3, 2, Reason.RECLAIMED)),
+     []),
+    ("R-41 the oldest of them is in share",
+     *with_plan(snapshot(RANKS, live(1, "owner", gpu=1, allocated_s=5), live(3, "owner", gpu=1, allocated_s=9),
+                         live(4, "owner", gpu=0.5, allocated_s=10), req(2, "peer", "job", gpu=1)),
+                preempt(1, 2, Reason.RECLAIMED)),
+     ["I-7: the victim holds no borrowed gpu"]),
+    ("R-44 a priority eviction called a reclaim",
+     *with_plan(BY_PRIORITY, preempt(1, 2, Reason.RECLAIMED)),
      ["I-7: reason Reclaimed, where the rule that applies gives PreemptedByPriority"]),
-    ("R-40 a preemptor with victims in flight", *with_plan(
-        snapshot(RANKS, live(1, "low", gpu=1), replace(live(3, "low", gpu=1), state=P, preempted_by=2),
-                 req(2, "high", "job", gpu=2)), preempt(1, 2)), ["I-7: already has victims in flight"]),
-    ("R-40 a preemptor not pending", *with_plan(snapshot(RANKS, live(1, "low", gpu=1), live(2, "high", gpu=1)), preempt(1, 2)),
+    ("R-40 a preemptor with victims in flight",
+     *with_plan(snapshot(RANKS, live(1, "low", gpu=1), replace(live(3, "low", gpu=1), state=P, preempted_by=2),
+                         req(2, "high", "job", gpu=2)),
+                preempt(1, 2)),
+     ["I-7: already has victims in flight"]),
+    ("R-40 a preemptor not pending",
+     *with_plan(snapshot(RANKS, live(1, "low", gpu=1), live(2, "high", gpu=1)), preempt(1, 2)),
      ["I-7: the preemptor is allocated"]),
-    ("R-40 a victim claimed twice", *with_plan(snapshot(RANKS, live(1, "low", gpu=2), req(2, "high", "job", gpu=1),
-                                                        req(3, "high", "job", gpu=1)), preempt(1, 2), preempt(1, 3)),
+    ("R-40 a victim claimed twice",
+     *with_plan(snapshot(RANKS, live(1, "low", gpu=2), req(2, "high", "job", gpu=1), req(3, "high", "job", gpu=1)),
+                preempt(1, 2), preempt(1, 3)),
      ["I-7: request 1 preempted for request 3 on pool dc: the victim is claimed twice"]),
-    ("R-40 a pool the preemptor's profile does not use", *with_plan(
-        snapshot(RANKS, live(1, "low", "b", gpu=2), req(2, "high", "job", gpu=1)), preempt(1, 2, pool_name="b")),
+    ("R-40 a pool the preemptor's profile does not use",
+     *with_plan(snapshot(RANKS, live(1, "low", "b", gpu=2), req(2, "high", "job", gpu=1)), preempt(1, 2, pool_name="b")),
      ["I-7: pool b is not connected to profile job"]),
 ]
 
@@ -273,7 +306,8 @@ def test_a_second_pass_that_rewrites_a_reason_is_caught():  # I-8, §9
     state = snapshot(RANKS, live(1, "low", gpu=2), req(2, "low", "job", gpu=1))
     said = Plan(state.now, waiting={2: Waiting(Reason.WAITING_FOR_QUOTA, "limit reached", 1, "dc")})
     found = check_idempotent(state, first=said)
-    assert matches(found, ["I-8: the second pass rewrites a reason: request 2 WaitingForQuota → WaitingForCapacity"]), found
+    assert matches(found, ["I-8: the second pass rewrites a reason: request 2 WaitingForQuota → WaitingForCapacity"]), \
+        found
     assert check_idempotent(state) == []
 
 
@@ -282,4 +316,3 @@ def test_violations_are_values():
     assert one == Violation("I-1", "pool dc: 3 gpu in use, above its capacity of 2") and hash(one)
     with pytest.raises(AttributeError):
         one.invariant = "I-2"  # type: ignore[misc]
-    assert at(0) < BY_PRIORITY.now

@@ -1,15 +1,14 @@
 """Every reason code a request can carry, in one enum (spec §9), and the order that picks one.
 
-A pending request shows the reason that others finishing cannot cure:
+A pending request shows the reason that others finishing cannot cure; lower comes first:
 
->>> worst_first([Reason.WAITING_FOR_CAPACITY, Reason.WAITING_FOR_QUOTA])
-<Reason.WAITING_FOR_QUOTA: 'WaitingForQuota'>
+>>> SEVERITY[Reason.WAITING_FOR_QUOTA] < SEVERITY[Reason.WAITING_FOR_CAPACITY]
+True
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
 
 
 class Reason(enum.StrEnum):
@@ -52,6 +51,3 @@ _SEVERITY = (
 )
 SEVERITY = {reason: place for place, reason in enumerate(_SEVERITY)}
 
-
-def worst_first(reasons: Iterable[Reason]) -> Reason:
-    return min(reasons, key=SEVERITY.__getitem__)

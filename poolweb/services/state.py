@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
 
 from poolweb.models import ConfigVersion, Request as RequestRow, SiteState
 from reconcile import Config, Reason, Request, Snapshot, State, Vector
@@ -75,6 +74,3 @@ def load_snapshot(now: datetime) -> Snapshot:
         eviction_grace=timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"]),
     )
 
-
-def on_commit(function) -> None:
-    transaction.on_commit(function)

@@ -171,3 +171,43 @@ class ApiToken(models.Model):
     prefix = models.CharField(max_length=8)  # the first characters, to tell tokens apart
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
+
+
+class Event(models.Model):
+    """The outbox of the event stream (api.md §3): written in the transaction of the decision it
+    reports, so a rolled-back decision sends nothing and a committed one is never lost.
+
+    ``seq`` is the primary key; writers take the outbox lock first (services.events), so rows
+    commit in ``seq`` order and a relay reading ``seq > last`` never skips one. ``owner`` is the
+    user an event is about (a request's owner) or null for the aggregate state everyone sees.
+    """
+
+    seq = models.BigAutoField(primary_key=True)
+    type = models.CharField(max_length=32)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+                              related_name="+", db_constraint=False)
+    data = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["seq"]
+
+
+class PassRecord(models.Model):
+    """One reconcile pass that wrote something (or failed): when, how long, what it decided."""
+
+    started_at = models.DateTimeField(default=timezone.now, db_index=True)
+    duration_ms = models.FloatField()
+    trigger = models.CharField(max_length=32, blank=True)
+    pending = models.PositiveIntegerField(default=0)
+    live = models.PositiveIntegerField(default=0)
+    grants = models.PositiveIntegerField(default=0)
+    preemptions = models.PositiveIntegerField(default=0)
+    evictions = models.PositiveIntegerField(default=0)
+    expiries = models.PositiveIntegerField(default=0)
+    rejections = models.PositiveIntegerField(default=0)
+    cancellations = models.PositiveIntegerField(default=0)
+    conflicts = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-started_at"]

@@ -14,7 +14,6 @@ above DATA_UPLOAD_MAX_MEMORY_SIZE is a 413.
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
@@ -24,52 +23,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from poolweb.api.errors import DetailSchema, ErrorsSchema, bad_request
+from poolweb.api.representations import RequestSerializer, request_data
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import RequestFilters, request_get, request_list
 from poolweb.services import requests as services
-from reconcile import State, format_quantity
+from reconcile import State
 
 TAG = "requests"
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # policies, profiles, pools (matched whole)
 USERNAME_PATTERN = re.compile(r"[\w.@+-]{1,150}")  # Django's username validator
 NUMBER_PATTERN = re.compile(r"[0-9]{1,18}")
-
-
-# --- the request object --------------------------------------------------------------------------
-
-@extend_schema_field({"type": "object", "additionalProperties": {"type": "number", "minimum": 0},
-                      "description": "resource key → quantity, step_run: 1 included"})
-class ResourcesField(serializers.Field):
-    def to_representation(self, milli: dict[str, int]) -> dict[str, int | float]:
-        return {key: _number(format_quantity(value)) for key, value in sorted(milli.items()) if value}
-
-
-class RequestSerializer(serializers.ModelSerializer):
-    """The request object of api.md §2, plus ``lease_seconds`` and ``queue_pool``."""
-
-    owner = serializers.CharField(source="owner.username", read_only=True)
-    resources = ResourcesField(read_only=True)
-    labels = serializers.DictField(child=serializers.CharField(), read_only=True)
-    position = serializers.SerializerMethodField()
-
-    class Meta:
-        model = RequestRow
-        fields = ["id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
-                  "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
-                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool"]
-        read_only_fields = fields
-
-    def get_position(self, row: RequestRow) -> int | None:
-        """1-based place in the R-32 order on its most preferred pool; null unless pending."""
-        return row.position if row.state == State.PENDING.value else None
-
-
-def request_data(row: RequestRow) -> dict:
-    return RequestSerializer(row).data
-
-
-def _number(value: int | Decimal) -> int | float:
-    return value if isinstance(value, int) else float(value)  # ≤ 3 decimals: the float prints exactly
 
 
 # --- the submission body, for the schema ---------------------------------------------------------

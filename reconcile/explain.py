@@ -19,12 +19,16 @@ Waiting(reason=<Reason.WAITING_FOR_CAPACITY: 'WaitingForCapacity'>, message='poo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
+from itertools import count, repeat
+from operator import attrgetter
 
 from .groups import QueueGroup, Run
 from .ledger import Ledger
 from .model import ALL_POOLS, Request
 from .plan import Waiting
-from .quantity import format_quantity
+from .quantity import Vector, format_quantity
+from .quota import PoolTerms
 from .reasons import SEVERITY, Reason
 
 DISABLED = "resource management is disabled: nothing is granted until it is enabled again"
@@ -38,12 +42,13 @@ def explain_waiting(
     by_pool: dict[int, list[tuple[str, Reason, str]]] = {}
     first_waiter: dict[str, tuple[int, Request, str]] = {}  # pool → the first request short of room there
     if enabled:
+        rooms: dict[tuple, tuple[str, Reason, str]] = {}  # see _pool_reasons
         for group in ordered:
-            by_pool[id(group)] = _group_reasons(group, ledger)
-            head = group.waiting[0]
+            reasons = by_pool[id(group)] = _group_reasons(group, ledger, rooms)
+            head = group.members[group.next]
             # The head as it sees itself: a preemptor of this very pass is not in its own way.
-            seen_by_head = by_pool[id(group)] if group.holder is not None or head.id not in ledger.holds \
-                else _group_reasons(group, ledger, head.id)
+            seen_by_head = reasons if group.holder is not None or head.id not in ledger.holds \
+                else _group_reasons(group, ledger, rooms, head.id)
             for pool, reason, _ in seen_by_head:
                 if reason in _ROOM and pool not in first_waiter:
                     first_waiter[pool] = (group.priority, head, group.policy)
@@ -62,10 +67,15 @@ def explain_waiting(
                     else:
                         waiting[request.id] = Waiting(reason, message, place, queue)
             else:
-                waiting.update({request.id: Waiting(reason, message, at, queue)
-                                for at, request in enumerate(members, place + 1)})
+                # One entry per pending request, 10^5 of them: built without a Python-level call each.
+                waiting.update(zip(map(_ID, members), map(_WAITING, zip(
+                    repeat(reason), repeat(message), count(place + 1), repeat(queue)))))
                 place += len(members)
     return waiting
+
+
+_ID = attrgetter("id")
+_WAITING = partial(tuple.__new__, Waiting)  # Waiting(*fields), made in C
 
 
 _ROOM = (Reason.WAITING_FOR_CAPACITY, Reason.BLOCKED_BY_HIGHER_PRIORITY)
@@ -88,36 +98,53 @@ def _preemptor_reason(request_id: int, group: QueueGroup, ledger: Ledger, victim
 _OWN_POLICY = (Reason.WAITING_FOR_RESERVATION, Reason.WAITING_FOR_QUOTA)
 
 
-def _group_reasons(group: QueueGroup, ledger: Ledger, seen_by: int | None = None) -> list[tuple[str, Reason, str]]:
-    with ledger.as_seen_by(group.holder if seen_by is None else seen_by):
+def _group_reasons(group: QueueGroup, ledger: Ledger, rooms: dict, seen_by: int | None = None,
+                   ) -> list[tuple[str, Reason, str]]:
+    seen_by = group.holder if seen_by is None else seen_by
+    if seen_by not in ledger.holds:
+        return _pool_reasons(group, ledger, rooms=rooms)
+    with ledger.as_seen_by(seen_by):  # the ledger differs from everyone else's view: no shared rooms
         return _pool_reasons(group, ledger)
 
 
-def _pool_reasons(group: QueueGroup, ledger: Ledger, only: str | None = None) -> list[tuple[str, Reason, str]]:
-    """Per eligible pool (or ``only`` that one): the condition others finishing cannot cure, first."""
+def _pool_reasons(group: QueueGroup, ledger: Ledger, only: str | None = None, rooms: dict | None = None,
+                  ) -> list[tuple[str, Reason, str]]:
+    """Per eligible pool (or ``only`` that one): the condition others finishing cannot cure, first.
+
+    Room depends on the pool and the resources only, not on the policy: groups of one shape on a
+    pool share it through ``rooms`` while the ledger shows every hold (not inside as_seen_by)."""
     found = []
     for pool, terms in zip(group.pools, group.terms):
         if only is not None and pool != only:
             continue
-        limit = ledger.over_limit(terms, group.resources)
-        reserved = ledger.over_reserved(terms, group.resources, group.preemptible)
-        short = ledger.room_short(terms, group.resources)
         # Both are the policy's own; the reservation goes first because it outlasts the limit:
         # preemptible work finishing cures the limit, not the non-preemptible share.
+        reserved = ledger.over_reserved(terms, group.resources, group.preemptible)
         if reserved is not None:
             key, scope, usage, bound = reserved
             found.append((pool, Reason.WAITING_FOR_RESERVATION,
                           f"non-preemptible requests of policy {group.policy} use {_q(usage)} of its reservation "
                           f"of {_q(bound)} {key} {_where(scope)}"))
-        elif limit is not None:
+        elif (limit := ledger.over_limit(terms, group.resources)) is not None:
             key, scope, usage, bound = limit
             found.append((pool, Reason.WAITING_FOR_QUOTA,
                           f"policy {group.policy} has {_q(usage)} of its limit of {_q(bound)} {key} in use {_where(scope)}"))
-        elif short:
-            found.append(_room_reason(pool, terms.keys, ledger, short))
-        else:  # it fits: only a pass that has not run yet leaves such a request pending
-            found.append((pool, Reason.WAITING_FOR_CAPACITY, f"pool {pool} has room; the next pass grants it"))
+        elif rooms is None:
+            found.append(_room(terms, group.resources, ledger))
+        else:
+            room = rooms.get((pool, group.resources.signature))
+            if room is None:
+                room = rooms[(pool, group.resources.signature)] = _room(terms, group.resources, ledger)
+            found.append(room)
     return found
+
+
+def _room(terms: PoolTerms, resources: Vector, ledger: Ledger) -> tuple[str, Reason, str]:
+    short = ledger.room_short(terms, resources)
+    if short:
+        return _room_reason(terms.pool, terms.keys, ledger, short)
+    # It fits: only a pass that has not run yet leaves such a request pending.
+    return terms.pool, Reason.WAITING_FOR_CAPACITY, f"pool {terms.pool} has room; the next pass grants it"
 
 
 def _room_reason(pool: str, keys, ledger: Ledger, short: dict[str, int]):

@@ -36,3 +36,11 @@ def env_int(name: str, default: int, minimum: int | None = None, maximum: int | 
     if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
         raise ImproperlyConfigured(f"{name} must be within [{minimum}, {maximum}], not {number}")
     return number
+
+
+def env_choice(name: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices``; the first is the default."""
+    value = os.environ.get(name) or choices[0]
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+    return value

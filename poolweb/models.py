@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from rest_framework.utils.encoders import JSONEncoder
 
 from reconcile import Reason, State
 
@@ -186,7 +187,7 @@ class Event(models.Model):
     type = models.CharField(max_length=32)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
                               related_name="+", db_constraint=False)
-    data = models.JSONField()
+    data = models.JSONField(encoder=JSONEncoder)  # DRF's: quantities (Decimal) as JSON numbers
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -211,3 +212,11 @@ class PassRecord(models.Model):
 
     class Meta:
         ordering = ["-started_at"]
+
+
+class PassWanted(models.Model):
+    """One row: a pass is wanted and a task for it is queued, so a burst of triggers queues one
+    task instead of one each (services.triggers)."""
+
+    wanted = models.BooleanField(default=False)
+    since = models.DateTimeField(null=True, blank=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from poolweb.env import env_bool, env_int, env_str
+from poolweb.env import env_bool, env_choice, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("POOLWEB_DATA_DIR", str(BASE_DIR / "var")))
@@ -164,6 +164,11 @@ CHANNEL_LAYERS = {
 
 POOLWEB = {
     "EVICTION_GRACE_SECONDS": env_int("POOLWEB_EVICTION_GRACE_SECONDS", 30, minimum=0, maximum=86400),
+    # "worker": passes run in the django-q2 worker (`manage.py serve` starts it); "inline": in the
+    # process that asked, right away (the tests, or a deployment without a worker).
+    "PASSES": env_choice("POOLWEB_PASSES", ("worker", "inline")),
+    # Events kept for clients that resume (at least this many, and all of the last hour).
+    "EVENTS_KEPT": env_int("POOLWEB_EVENTS_KEPT", 10000, minimum=100, maximum=10_000_000),
 }
 
 LOGGING = {

@@ -33,6 +33,7 @@ from poolweb.models import (
     Quota as QuotaRow, Request as RequestRow,
 )
 from poolweb.services.state import SNAPSHOT_FIELDS, live_version, load_snapshot, site_state, to_engine
+from poolweb.services import events
 from poolweb.services.triggers import reconcile_soon
 from reconcile import Config, Decision, State, format_quantity
 from reconcile.document import Issue, parse_document, to_document
@@ -290,8 +291,11 @@ def version_restore(*, number: int, user) -> dict:
 def management_set(*, enabled: bool, user) -> dict:
     with transaction.atomic():
         state = site_state(for_update=True)
+        changed = state.management_enabled != enabled
         state.management_enabled = enabled
         state.save(update_fields=["management_enabled"])
+        if changed:
+            events.publish(events.MANAGEMENT_CHANGED, {"enabled": enabled, "by": getattr(user, "username", None)})
     logger.info("management %s by %s", "enabled" if enabled else "disabled", getattr(user, "username", None))
     _reconcile_after_change()
     return {"enabled": enabled}
@@ -315,6 +319,9 @@ def _provision(*, document: Any, author, comment: str) -> ConfigVersion:
         _write_rows(version, checked.config)
         state.live_version = version
         state.save(update_fields=["live_version"])
+        events.publish(events.CONFIG_PROVISIONED, {
+            "version": number, "author": getattr(author, "username", None), "comment": comment,
+            "created_at": version.created_at.isoformat()})
     return version
 
 
@@ -367,7 +374,7 @@ def _reconcile_after_change() -> None:
     # The change is committed and the caller is told so; a failing pass must not turn that into
     # an error (the next trigger or the worker runs it again), but it must be seen in the logs.
     try:
-        reconcile_soon()
+        reconcile_soon("config")
     except Exception:  # noqa: BLE001
         logger.exception("the reconcile pass after a configuration change failed")
 

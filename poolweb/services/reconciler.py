@@ -1,24 +1,33 @@
-"""One reconcile pass: load a snapshot, plan it with the engine, apply the plan in one
-transaction with conditional writes (a request changes only from the state the plan saw).
+"""One reconcile pass: load a snapshot in bulk, plan it with the engine, apply the plan in one
+transaction with conditional writes, publish its events and record it.
 
-Conflicts — a request released or cancelled between load and apply — are counted and left for
-the next pass to re-plan.
+Conditional: a request changes only from the state the plan saw. The rows a pass writes are
+locked and their state compared first; a request released or cancelled between load and apply is
+a conflict, counted and left for the next pass to re-plan. Dropping such a decision is safe:
+releases and cancellations only free capacity, so the rest of the plan still fits.
+
+One pass at a time: the site row is locked (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the
+IMMEDIATE transaction holds the database's one write lock from its start), which also keeps
+provisions (R-57) from changing the configuration under a pass.
 """
 
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
-from poolweb.models import Request as RequestRow
-from poolweb.services.state import load_snapshot, site_state
-from reconcile import Decision, Plan, Snapshot, State, plan
+from poolweb.models import PassRecord, Request as RequestRow
+from poolweb.services import events
+from poolweb.services.state import WAITING_FIELDS, load_pass_input, site_state
+from reconcile import Decision, Plan, Request, Snapshot, State, plan
 
-TERMINAL = {State.RELEASED, State.PREEMPTED, State.REJECTED, State.CANCELLED, State.EXPIRED}
+COUNTED = ("grants", "preemptions", "evictions", "expiries", "rejections", "cancellations")
+CHUNK = 2000  # ids per locking query: below every database's limit of bound parameters
 
 
 @dataclass
@@ -27,67 +36,119 @@ class PassResult:
     duration_ms: float
     conflicts: int = 0
     counts: dict[str, int] = field(default_factory=dict)
+    pending: int = 0
+    live: int = 0
 
 
-def reconcile_pass(*, now: datetime | None = None, dry_run: bool = False) -> PassResult:
+@dataclass
+class Writes:
+    """What a pass writes: changed requests' fields by id, and what to tell the event stream."""
+
+    fields: dict[int, dict] = field(default_factory=dict)
+    expected: dict[int, str] = field(default_factory=dict)  # the state the plan saw
+    announced: set[int] = field(default_factory=set)  # request.updated for these
+    pools: set[str] = field(default_factory=set)
+    policies: set[str] = field(default_factory=set)
+    conflicts: int = 0
+
+
+def reconcile_pass(*, now: datetime | None = None, dry_run: bool = False, trigger: str = "") -> PassResult:
     """Decide and apply one pass. With ``dry_run`` nothing is written."""
     started = time.perf_counter()
     now = now or timezone.now()
     with transaction.atomic():
-        # The site row's lock serialises passes with each other and with provisions (R-57 checks
-        # live allocations under the same lock), so a pass never decides on a half-changed state.
         site_state(for_update=True)
-        snapshot = load_snapshot(now)
+        snapshot, stored = load_pass_input(now)
         decided = plan(snapshot)
-        conflicts = 0 if dry_run else apply_plan(snapshot, decided)
-    counts = {name: len(getattr(decided, name))
-              for name in ("grants", "preemptions", "expiries", "evictions", "rejections", "cancellations")}
-    return PassResult(decided, (time.perf_counter() - started) * 1000, conflicts, counts)
+        writes = Writes() if dry_run else apply_plan(snapshot, stored, decided)
+        result = _result(snapshot, decided, writes, started)
+        if writes.fields or writes.conflicts:
+            _record(result, now, trigger)
+    return result
 
 
-def apply_plan(snapshot: Snapshot, decided: Plan) -> int:
-    """Write ``decided``; returns how many decisions found their request changed (conflicts)."""
-    lease = {r.id: r.lease_seconds for r in snapshot.requests}
-    attempts = {r.id: (r.attempt, r.max_retries) for r in snapshot.requests}
-    conflicts = 0
+def apply_plan(snapshot: Snapshot, stored: dict[int, tuple], decided: Plan) -> Writes:
+    """Write ``decided`` and its events; what was written comes back."""
+    writes = planned_writes(snapshot, stored, decided)
+    _drop_conflicts(writes)
+    by_names: dict[tuple[str, ...], list[RequestRow]] = defaultdict(list)
+    for request_id, fields in writes.fields.items():
+        by_names[tuple(sorted(fields))].append(RequestRow(pk=request_id, **fields))
+    for names, rows in by_names.items():
+        RequestRow.objects.bulk_update(rows, names, batch_size=500)
+    events.publish_requests(writes.announced & writes.fields.keys())
+    events.publish_live(writes.pools, writes.policies)
+    return writes
+
+
+def planned_writes(snapshot: Snapshot, stored: dict[int, tuple], decided: Plan) -> Writes:
+    requests = {r.id: r for r in snapshot.requests}
+    writes = Writes()
     for decision in decided.decisions():
-        fields = _fields(decision, decided.now, lease.get(decision.request_id, 300), attempts.get(decision.request_id))
-        changed = RequestRow.objects.filter(pk=decision.request_id, state=decision.from_state.value).update(**fields)
-        conflicts += changed == 0
-    _write_waiting(decided)
-    return conflicts
+        request = requests[decision.request_id]
+        writes.expected[decision.request_id] = decision.from_state.value
+        fields = writes.fields.setdefault(decision.request_id, {})
+        fields.update(_decision_fields(decision, decided.now, request))
+        writes.announced.add(decision.request_id)
+        writes.pools.update(p for p in (decision.pool, request.pool, stored.get(request.id, (None,) * 4)[3]) if p)
+        writes.policies.add(request.policy)
+    for request_id, waiting in decided.waiting.items():
+        before = stored.get(request_id)
+        after = (waiting.reason.value, waiting.message, waiting.position, waiting.pool)
+        if before is None or before == after:
+            continue
+        writes.expected.setdefault(request_id, State.PENDING.value)
+        writes.fields.setdefault(request_id, {}).update(zip(WAITING_FIELDS, after))
+        if before[:2] != after[:2]:  # a new position alone is not news: every grant shifts thousands
+            writes.announced.add(request_id)
+        if before[3] != after[3]:
+            writes.pools.update(p for p in (before[3], after[3]) if p)
+            writes.policies.add(requests[request_id].policy)
+    return writes
 
 
-def _fields(decision: Decision, now: datetime, lease_seconds: int, attempt: tuple[int, int] | None) -> dict:
+def _drop_conflicts(writes: Writes) -> None:
+    """Lock the rows to write; drop those no longer in the state the plan saw."""
+    ids = list(writes.fields)
+    for start in range(0, len(ids), CHUNK):
+        chunk = ids[start:start + CHUNK]
+        current = dict(RequestRow.objects.select_for_update().filter(pk__in=chunk).values_list("id", "state"))
+        for request_id in chunk:
+            if current.get(request_id) != writes.expected[request_id]:
+                del writes.fields[request_id]
+                writes.conflicts += 1
+    now = timezone.now()
+    for fields in writes.fields.values():
+        fields["updated_at"] = now  # bulk_update skips auto_now
+
+
+def _decision_fields(decision: Decision, now: datetime, request: Request) -> dict:
     fields = {"state": decision.state.value, "reason": decision.reason.value, "message": decision.message}
     if decision.state == State.ALLOCATED:
-        fields.update(pool=decision.pool, allocated_at=now, lease_expires_at=now + timedelta(seconds=lease_seconds),
+        fields.update(pool=decision.pool, allocated_at=now,
+                      lease_expires_at=now + timedelta(seconds=request.lease_seconds),
                       held_pool=None, position=None, queue_pool=None)
     elif decision.state == State.PREEMPTING:
         fields.update(preempted_by=decision.preempted_by, preempted_at=now)
     elif decision.state == State.PENDING and decision.from_state == State.PENDING:  # R-45: a hold
         fields.update(held_pool=decision.pool)
     elif decision.state == State.PENDING:  # an eviction with retries left (R-46)
-        fields.update(attempt=(attempt[0] if attempt else 1) + 1, pool=None, allocated_at=None,
-                      lease_expires_at=None, preempted_at=None, held_pool=None)
-    if decision.state in TERMINAL:
+        fields.update(attempt=request.attempt + 1, pool=None, allocated_at=None, lease_expires_at=None,
+                      preempted_at=None, held_pool=None)
+    if decision.state.terminal:
         fields.update(finished_at=now, position=None, queue_pool=None, held_pool=None)
     return fields
 
 
-def _write_waiting(decided: Plan) -> None:
-    """Reason, message and position of every pending request, writing only the rows that change."""
-    waiting = decided.waiting
-    if not waiting:
-        return
-    rows = RequestRow.objects.filter(state=State.PENDING.value).only(
-        "id", "reason", "message", "position", "queue_pool")
-    changed = []
-    for row in rows.iterator(chunk_size=2000):
-        now = waiting.get(row.id)
-        if now is None:
-            continue
-        if (row.reason, row.message, row.position, row.queue_pool) != (now.reason.value, now.message, now.position, now.pool):
-            row.reason, row.message, row.position, row.queue_pool = now.reason.value, now.message, now.position, now.pool
-            changed.append(row)
-    RequestRow.objects.bulk_update(changed, ["reason", "message", "position", "queue_pool"], batch_size=500)
+def _result(snapshot: Snapshot, decided: Plan, writes: Writes, started: float) -> PassResult:
+    pending = sum(r.state == State.PENDING for r in snapshot.requests)
+    return PassResult(decided, (time.perf_counter() - started) * 1000, writes.conflicts,
+                      {name: len(getattr(decided, name)) for name in COUNTED},
+                      pending=pending, live=len(snapshot.requests) - pending)
+
+
+def _record(result: PassResult, now: datetime, trigger: str) -> None:
+    PassRecord.objects.create(started_at=now, duration_ms=round(result.duration_ms, 3), trigger=trigger[:32],
+                              pending=result.pending, live=result.live, conflicts=result.conflicts,
+                              **result.counts)
+

@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key, request_get
+from poolweb.services import events
 from poolweb.services.state import SNAPSHOT_FIELDS, live_config, to_engine
 from poolweb.services.triggers import reconcile_soon
 from reconcile import Config, Profile, Reason, State, Vector, lifecycle
@@ -125,7 +126,9 @@ def request_create(*, user, submission: Submission, config: Config,
         fields.update(state=State.REJECTED.value, reason=failure.reason.value, message=failure.message, finished_at=now)
     try:
         with transaction.atomic():
-            return RequestRow.objects.create(**fields), True
+            row = RequestRow.objects.create(**fields)
+            events.publish_requests([row.pk])
+            return row, True
     except IntegrityError:
         earlier = request_by_idempotency_key(user=user, key=idempotency_key) if idempotency_key else None
         if earlier is None:
@@ -326,6 +329,8 @@ def request_transition(*, user, request_id: int, change: Change, verb: str) -> b
         fields.update(position=None, queue_pool=None)
     if not RequestRow.objects.filter(pk=request_id, state=before.state.value).update(**fields):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
+    events.publish_requests([request_id])
+    events.publish_live({before.pool} - {None}, {before.policy})  # its capacity or place is free now
     return True
 
 
@@ -377,7 +382,7 @@ def _fresh(user, request_id: int) -> RequestRow:
 def _reconcile() -> None:
     """Ask for a pass; the change is committed already, so a failing pass must not fail the call."""
     try:
-        reconcile_soon()
+        reconcile_soon("request")
     except Exception:  # the next pass re-plans from the database; nothing is lost
         log.exception("reconcile pass after a request change failed")
 

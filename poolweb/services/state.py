@@ -10,7 +10,8 @@ from poolweb.models import ConfigVersion, Request as RequestRow, SiteState
 from reconcile import Config, Reason, Request, Snapshot, State, Vector
 from reconcile.document import parse_document
 
-LIVE_OR_PENDING = (State.PENDING.value, State.ALLOCATED.value, State.PREEMPTING.value)
+PENDING = State.PENDING.value
+LIVE_OR_PENDING = (PENDING, State.ALLOCATED.value, State.PREEMPTING.value)
 
 
 def site_state(*, for_update: bool = False) -> SiteState:
@@ -62,15 +63,30 @@ SNAPSHOT_FIELDS = ("id", "policy", "profile", "resources", "submitted_at", "stat
                    "preempted_at", "reason", "held_pool")
 
 
+WAITING_FIELDS = ("reason", "message", "position", "queue_pool")  # what a pass writes on pending rows
+
+
 def load_snapshot(now: datetime) -> Snapshot:
     """Every non-terminal request and the live configuration, as frozen values (two queries)."""
+    return load_pass_input(now)[0]
+
+
+def load_pass_input(now: datetime) -> tuple[Snapshot, dict[int, tuple]]:
+    """The snapshot, and what is stored of each pending request's wait (``WAITING_FIELDS``) so a
+    pass writes only the rows whose wait changed, without reading them again."""
     state = SiteState.objects.select_related("live_version").filter(pk=1).first() or site_state()
     version = state.live_version
     config = config_of(version) if version else Config()
-    rows = RequestRow.objects.filter(state__in=LIVE_OR_PENDING).values(*SNAPSHOT_FIELDS)
-    return Snapshot(
-        now=now, config=config, requests=tuple(to_engine(row) for row in rows),
-        management_enabled=state.management_enabled,
+    rows = RequestRow.objects.filter(state__in=LIVE_OR_PENDING).values_list(*SNAPSHOT_FIELDS, *WAITING_FIELDS)
+    requests, stored = [], {}
+    width = len(SNAPSHOT_FIELDS)
+    for values in rows:
+        row = dict(zip(SNAPSHOT_FIELDS, values[:width]))
+        requests.append(to_engine(row))
+        if row["state"] == PENDING:
+            stored[row["id"]] = values[width:]
+    snapshot = Snapshot(
+        now=now, config=config, requests=tuple(requests), management_enabled=state.management_enabled,
         eviction_grace=timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"]),
     )
-
+    return snapshot, stored

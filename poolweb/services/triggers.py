@@ -1,12 +1,80 @@
 """Asking for a reconcile pass after something changed (submit, release, cancel, provision,
-management switch). Services call ``reconcile_soon()`` once their own transaction is done.
+management switch), and the periodic pass.
 
-Until the background worker takes passes over, a pass runs inline, right away."""
+Services call ``reconcile_soon()`` once their own transaction has committed. It queues a
+django-q2 task for the worker, coalesced: the ``PassWanted`` row flips from false to true for the
+first trigger only, and the task flips it back *before* it takes its snapshot, so a change
+committed during a pass queues exactly one more. A burst of 1,000 submissions gives a handful of
+passes. If a task is lost (a worker killed before it ran), the flag would stay up and block
+further triggers; the periodic pass lowers it, so nothing waits longer than one period.
+
+``POOLWEB_PASSES=inline`` runs the task's function in the caller's process instead (the tests,
+and a deployment that wants no worker).
+"""
 
 from __future__ import annotations
 
-from poolweb.services.reconciler import reconcile_pass
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django_q.models import Schedule
+from django_q.tasks import async_task
+
+from poolweb.models import PassRecord, PassWanted
+from poolweb.services import events
+from poolweb.services.reconciler import PassResult, reconcile_pass
+
+log = logging.getLogger(__name__)
+
+TASK = "poolweb.services.triggers.run_wanted_pass"
+PERIODIC_TASK = "poolweb.services.triggers.run_periodic_pass"
 
 
-def reconcile_soon() -> None:
-    reconcile_pass()
+def reconcile_soon(trigger: str = "change") -> None:
+    if settings.POOLWEB["PASSES"] == "inline":
+        run_wanted_pass(trigger)
+    elif _raise_flag():
+        async_task(TASK, trigger, task_name=f"pass:{trigger}", group="reconcile")
+
+
+def run_wanted_pass(trigger: str = "change") -> PassResult:
+    """The queued task: lower the flag, then pass."""
+    PassWanted.objects.filter(pk=1, wanted=True).update(wanted=False, since=None)
+    return reconcile_pass(trigger=trigger)
+
+
+def run_periodic_pass() -> PassResult:
+    """Every minute: lease expiry, eviction grace, anything a lost task missed; and forgetting
+    old events and pass records."""
+    result = run_wanted_pass("periodic")
+    now = timezone.now()
+    keep = settings.POOLWEB["EVENTS_KEPT"]
+    with transaction.atomic():
+        events.prune(older_than=now - timedelta(hours=1), keep=keep)
+        PassRecord.objects.filter(started_at__lt=now - timedelta(days=7)).delete()
+    return result
+
+
+def start_passes() -> None:
+    """When the service starts (``serve``): schedule the periodic pass (idempotent), and queue a
+    first pass, lowering a flag a killed worker may have left up."""
+    Schedule.objects.update_or_create(
+        name="reconcile", defaults={"func": PERIODIC_TASK, "schedule_type": Schedule.MINUTES, "minutes": 1,
+                                    "repeats": -1})
+    PassWanted.objects.filter(pk=1).update(wanted=False, since=None)
+    reconcile_soon("start")
+
+
+def _raise_flag() -> bool:
+    """True if this call raised it (and must queue the task)."""
+    if PassWanted.objects.filter(pk=1, wanted=False).update(wanted=True, since=timezone.now()):
+        return True
+    try:
+        with transaction.atomic():
+            PassWanted.objects.create(pk=1, wanted=True, since=timezone.now())
+        return True
+    except IntegrityError:  # the row exists and the flag is up: a queued task will see our change
+        return False

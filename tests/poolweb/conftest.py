@@ -84,3 +84,9 @@ def request_row(owner, policy: str, profile: str, gpu: float, *, state: str = "p
         policy=policy, profile=profile, owner=owner, resources={"gpu": int(gpu * 1000), "step_run": 1000},
         state=state, pool=pool, reason="Granted" if live else "Submitted",
         allocated_at=now if live else None, lease_expires_at=now + dt.timedelta(hours=1) if live else None)
+
+
+@pytest.fixture(autouse=True)
+def passes_inline(settings):
+    """A pass runs as the worker's task runs it, but in the test's process, right after the change."""
+    settings.POOLWEB = {**settings.POOLWEB, "PASSES": "inline"}

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from poolweb.env import ImproperlyConfigured, env_int, env_str
+from poolweb.services.triggers import start_passes
 
 STOP_GRACE_SECONDS = 8.0  # then SIGKILL; both children are gone within 10 s of the signal
 POLL_SECONDS = 0.2
@@ -132,6 +133,7 @@ class Command(BaseCommand):
         host, port = listen_address()
         if not port_free(host, port):
             raise CommandError(f"{host}:{port} is in use: stop what listens there, or choose another PORT")
+        start_passes()
         received: list[int] = []  # the signal handler only records; the loop below acts
         previous = {s: signal.signal(s, lambda signum, frame: received.append(signum))
                     for s in (signal.SIGINT, signal.SIGTERM)}

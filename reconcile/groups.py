@@ -16,7 +16,7 @@ from .ledger import Ledger
 from .model import Config, Request
 from .ordering import service_key
 from .quantity import Vector
-from .quota import PoolTerms, TermsCache
+from .quota import Connected, PoolTerms
 
 by_submission = attrgetter("submitted_at", "id")  # R-32.5, the tail of the service key
 
@@ -46,12 +46,13 @@ class QueueGroup:
     def waiting(self) -> list[Request]:
         return self.members[self.next :]
 
-    def bind(self, config: Config, terms: TermsCache, pools: tuple[str, ...]) -> None:
+    def bind(self, config: Config, pools: Connected) -> None:
+        """Serve the group on its eligible ``pools``, each with its policy's terms there."""
         self.priority = config.policy[self.policy].priority
         self.rank = config.policy_rank[(self.profile, self.policy)]
-        self.pools = pools
-        self.terms = tuple(terms(self.policy, pool) for pool in pools)
-        self.execution = tuple(config.execution_index[(pool, self.profile)] for pool in pools)
+        self.pools = tuple(pool for pool, _ in pools)
+        self.terms = tuple(terms for _, terms in pools)
+        self.execution = tuple(config.execution_index[(pool, self.profile)] for pool in self.pools)
 
 
 Run = tuple[QueueGroup, list[Request]]

@@ -38,7 +38,7 @@ from .ordering import service_key
 from .plan import Decision, Plan
 from .preemption import Preemption
 from .quantity import Vector  # noqa: F401  (doctest)
-from .quota import Ineligible, TermsCache, eligibility
+from .quota import Ineligible, TermsCache, judge_queue
 from .reasons import Reason
 
 
@@ -158,12 +158,13 @@ class _Pass:
     def _verdict(self, request: Request, holder: int | None) -> QueueGroup | Ineligible:
         if not self.config.queue_exists(request.policy, request.profile):
             return Ineligible(Reason.QUEUE_REMOVED, f"queue {request.policy}/{request.profile} no longer exists")
-        pools, failure = eligibility(self.config, self.terms, request.policy, request.profile,
+        pools, failure = judge_queue(self.terms, request.policy, request.profile,
+                                     self.terms.connected(request.policy, request.profile),
                                      request.resources, request.preemptible)
         if failure is not None:
             return failure
         group = QueueGroup(request.policy, request.profile, request.resources, request.preemptible, holder)
-        group.bind(self.config, self.terms, pools)
+        group.bind(self.config, pools)
         return group
 
     # --- 3. grants -------------------------------------------------------------------

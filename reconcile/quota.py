@@ -22,10 +22,11 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .model import ALL_POOLS, Config, Policy, Pool
+from .model import ALL_POOLS, Config, Policy, Pool, Quota  # noqa: F401  (doctest)
 from .quantity import UNMETERED_BY_DEFAULT, Vector, format_quantity
 from .reasons import Reason
 
@@ -47,6 +48,23 @@ class PoolTerms:
     policy: str
     pool: str
     keys: dict[str, KeyTerms]
+    # Per metered key, the most one request may ask for: capacity and every limit (R-11, R-12),
+    # and for a non-preemptible one every reservation too (R-13). See ``eligible``.
+    most: dict[str, int] = field(init=False, repr=False, compare=False)
+    most_np: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        most, most_np = {}, {}
+        for key, terms in self.keys.items():
+            bound = terms.capacity
+            for _, limit in terms.limits:
+                bound = min(bound, limit)
+            most[key] = bound
+            for _, reserved in terms.reserved:
+                bound = min(bound, reserved)
+            most_np[key] = bound
+        object.__setattr__(self, "most", most)
+        object.__setattr__(self, "most_np", most_np)
 
     def metered(self, key: str) -> bool:
         return key in self.keys
@@ -63,11 +81,12 @@ class PoolTerms:
 
 
 def pool_terms(policy: Policy, pool: Pool) -> PoolTerms:
+    applying = [q for q in policy.quotas if q.scope == pool.name or q.scope == ALL_POOLS]
     keys = {}
     for key, capacity in pool.capacity.items():
-        rows = [q for q in policy.quotas if q.key == key and q.scope in (pool.name, ALL_POOLS)]
-        limits = tuple((q.scope, q.limit) for q in rows if q.limit is not None)
-        reserved = tuple((q.scope, q.reserved) for q in rows if q.reserved is not None)
+        rows = [q for q in applying if q.key == key]
+        limits = tuple((q.scope, q.limit) for q in rows if q.limit is not None) if rows else ()
+        reserved = tuple((q.scope, q.reserved) for q in rows if q.reserved is not None) if rows else ()
         # Without a limit row the limit is the pool's capacity, which R-11 and R-20 already
         # enforce; without a reservation row the reservation is 0 (§1).
         keys[key] = KeyTerms(key, capacity, limits, reserved or ((pool.name, 0),))
@@ -81,6 +100,7 @@ class TermsCache:
         self.config = config
         self._get = lru_cache(maxsize=None)(self._build)
         self._judged: dict[tuple, Ineligible | None] = {}
+        self._connected: dict[tuple[str, str], Connected] = {}
 
     def _build(self, policy: str, pool: str) -> PoolTerms:
         return pool_terms(self.config.policy[policy], self.config.pool[pool])
@@ -88,11 +108,21 @@ class TermsCache:
     def __call__(self, policy: str, pool: str) -> PoolTerms:
         return self._get(policy, pool)
 
+    def connected(self, policy: str, profile: str) -> Connected:
+        """``connected`` memoised: a queue's requests come in many shapes."""
+        found = self._connected.get((policy, profile))
+        if found is None:
+            found = self._connected[(policy, profile)] = connected(self.config, self, policy, profile)
+        return found
+
     def ineligibility(self, policy: str, pool: str, resources: Vector, preemptible: bool) -> Ineligible | None:
-        """``ineligibility`` memoised: many queues of a policy share pools and shapes."""
+        """``ineligibility``, memoised when it fails: many queues of a policy share pools and shapes."""
+        terms = self(policy, pool)
+        if eligible(terms, resources, preemptible):
+            return None
         key = (policy, pool, resources.signature, preemptible)
         if key not in self._judged:
-            self._judged[key] = ineligibility(self(policy, pool), resources, preemptible)
+            self._judged[key] = ineligibility(terms, resources, preemptible)
         return self._judged[key]
 
 
@@ -140,6 +170,25 @@ def ineligibility(terms: PoolTerms, resources: Vector, preemptible: bool) -> Ine
     return None
 
 
+def eligible(terms: PoolTerms, resources: Mapping[str, int], preemptible: bool) -> bool:
+    """``ineligibility(terms, resources, preemptible) is None``, in one look per key: the common
+    case of a pass, which needs the rule and its sentence only when a request fails.
+
+    >>> ml = pool_terms(Policy("ml", quotas=(Quota("*", "gpu", 2000, 4000),)), Pool("dc", Vector.of(gpu=8)))
+    >>> eligible(ml, Vector.of(gpu=4, step_run=1), True), eligible(ml, Vector.of(gpu=4), False)
+    (True, False)
+    """
+    most = terms.most if preemptible else terms.most_np
+    for key, amount in resources.items():
+        bound = most.get(key)
+        if bound is None:
+            if key not in UNMETERED_BY_DEFAULT:  # R-11: the pool has none of it
+                return False
+        elif amount > bound:
+            return False
+    return True
+
+
 def eligibility(
     config: Config, terms: TermsCache, policy: str, profile: str, resources: Vector, preemptible: bool
 ) -> tuple[tuple[str, ...], Ineligible | None]:
@@ -147,18 +196,30 @@ def eligibility(
 
     The reason given names the first failing rule on the most preferred pool (R-14).
     """
+    pools, failure = judge_queue(terms, policy, profile, connected(config, terms, policy, profile),
+                                 resources, preemptible)
+    return tuple(pool for pool, _ in pools), failure
+
+
+Connected = tuple[tuple[str, PoolTerms], ...]
+
+
+def connected(config: Config, terms: TermsCache, policy: str, profile: str) -> Connected:
+    """The profile's known pools in precedence order, each with the policy's terms there."""
     pools = config.profile[profile].pools if profile in config.profile else ()
-    known = [p for p in pools if p in config.pool]
-    if not known:
+    return tuple((pool, terms(policy, pool)) for pool in pools if pool in config.pool)
+
+
+def judge_queue(terms: TermsCache, policy: str, profile: str, pools: Connected, resources: Vector,
+                preemptible: bool) -> tuple[Connected, Ineligible | None]:
+    """``eligibility`` on the queue's ``connected`` pools, keeping each eligible pool's terms."""
+    if not pools:
         return (), Ineligible(Reason.NO_CONNECTED_POOL, f"profile {profile} is connected to no pool")
-    eligible, first_failure = [], None
-    for pool in known:
-        failure = terms.ineligibility(policy, pool, resources, preemptible)
-        if failure is None:
-            eligible.append(pool)
-        elif first_failure is None:
-            first_failure = failure
-    return tuple(eligible), (None if eligible else first_failure)
+    found = tuple(pair for pair in pools if eligible(pair[1], resources, preemptible))
+    if found:
+        return found, None
+    # Eligible nowhere: the most preferred pool is the first that fails.
+    return (), terms.ineligibility(policy, pools[0][0], resources, preemptible)
 
 
 def _q(milli: int) -> str:

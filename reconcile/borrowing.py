@@ -18,9 +18,7 @@ gpu on dc, the first is wholly in share and the second borrows 2:
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
-
 from datetime import datetime
 from operator import attrgetter
 from typing import NamedTuple
@@ -44,21 +42,40 @@ class Allocation(NamedTuple):
 
 def borrowed_units(terms: TermsCache, policy: str, live: Iterable[Request | Allocation]) -> dict[int, dict[str, int]]:
     """Borrowed milli-units per metered key of each live allocation of ``policy`` (by request id)."""
-    pools = terms.config.pool
-    consumed: defaultdict[tuple[str, str], int] = defaultdict(int)
+    config = terms.config
+    # pool → per metered key there, its reservations as ((scope, key), reserved): the walk's hot loop
+    bounds: dict[str | None, dict[str, tuple[tuple[tuple[str, str], int], ...]]] = {}
+    consumed: dict[tuple[str, str], int] = {}  # (scope, key) → reservation used by older allocations
     borrowed: dict[int, dict[str, int]] = {}
     mine = sorted((r for r in live if r.policy == policy), key=attrgetter("allocated_at", "id"))
     for allocation in mine:
+        on_pool = bounds.get(allocation.pool)
+        if on_pool is None:
+            on_pool = bounds[allocation.pool] = _bounds(terms, policy, allocation.pool)
         units: dict[str, int] = {}
-        pool_terms = terms(policy, allocation.pool) if allocation.pool in pools and policy in terms.config.policy else None
         for key, amount in allocation.resources.items():
-            key_terms = pool_terms.keys.get(key) if pool_terms else None
-            if key_terms is None:  # unmetered there: nobody can be short of it, nothing to reclaim
+            reservations = on_pool.get(key)
+            if reservations is None:  # unmetered there: nobody can be short of it, nothing to reclaim
                 continue
-            most = 0
-            for scope, reserved in key_terms.reserved:
-                consumed[(scope, key)] += amount
-                most = max(most, min(amount, consumed[(scope, key)] - reserved))
+            if not reservations:  # nothing reserved for it here: all of it is borrowed
+                units[key] = amount
+                continue
+            most = 0  # the largest excess over any applicable reservation, at most the amount
+            for scope_key, reserved in reservations:
+                used = consumed[scope_key] = consumed.get(scope_key, 0) + amount
+                if used - reserved > most:
+                    most = min(used - reserved, amount)
             units[key] = most
         borrowed[allocation.id] = units
     return borrowed
+
+
+def _bounds(terms: TermsCache, policy: str, pool: str | None) -> dict[str, tuple[tuple[tuple[str, str], int], ...]]:
+    """The reservations that apply on ``pool`` per metered key, as the walk reads them; none when
+    the only one is the implicit 0 on the pool itself (§1), which only this pool's allocations
+    of the policy consume, and which every one of their units exceeds."""
+    if pool not in terms.config.pool or policy not in terms.config.policy:
+        return {}
+    return {key: () if key_terms.reserved == ((pool, 0),) else
+            tuple(((scope, key), reserved) for scope, reserved in key_terms.reserved)
+            for key, key_terms in terms(policy, pool).keys.items()}

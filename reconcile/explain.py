@@ -84,18 +84,16 @@ _ROOM = (Reason.WAITING_FOR_CAPACITY, Reason.BLOCKED_BY_HIGHER_PRIORITY)
 def _preemptor_reason(request_id: int, group: QueueGroup, ledger: Ledger, victims_of) -> tuple[Reason, str]:
     """A preemptor waits for its victims, unless its own policy stops it on that pool (§9)."""
     pool = ledger.holds[request_id].pool
-    with ledger.as_seen_by(request_id):
-        for where, reason, message in _pool_reasons(group, ledger, only=pool):
-            if reason in _OWN_POLICY:
-                return reason, message
+    if pool in group.pools:
+        with ledger.as_seen_by(request_id):
+            own = _own_policy_reason(group, pool, group.terms[group.pools.index(pool)], ledger)
+        if own is not None:
+            return own[1], own[2]
     victims = ", ".join(map(str, victims_of.get(request_id, ())))
     if not victims:
         return Reason.WAITING_FOR_PREEMPTION, f"capacity on pool {pool} is held for it; its victims have left"
     return (Reason.WAITING_FOR_PREEMPTION,
             f"waiting for request(s) {victims} to leave pool {pool}; their capacity is held for it")
-
-
-_OWN_POLICY = (Reason.WAITING_FOR_RESERVATION, Reason.WAITING_FOR_QUOTA)
 
 
 def _group_reasons(group: QueueGroup, ledger: Ledger, rooms: dict, seen_by: int | None = None,
@@ -107,28 +105,16 @@ def _group_reasons(group: QueueGroup, ledger: Ledger, rooms: dict, seen_by: int 
         return _pool_reasons(group, ledger)
 
 
-def _pool_reasons(group: QueueGroup, ledger: Ledger, only: str | None = None, rooms: dict | None = None,
-                  ) -> list[tuple[str, Reason, str]]:
-    """Per eligible pool (or ``only`` that one): the condition others finishing cannot cure, first.
+def _pool_reasons(group: QueueGroup, ledger: Ledger, rooms: dict | None = None) -> list[tuple[str, Reason, str]]:
+    """Per eligible pool: the condition others finishing cannot cure, first.
 
     Room depends on the pool and the resources only, not on the policy: groups of one shape on a
     pool share it through ``rooms`` while the ledger shows every hold (not inside as_seen_by)."""
     found = []
     for pool, terms in zip(group.pools, group.terms):
-        if only is not None and pool != only:
-            continue
-        # Both are the policy's own; the reservation goes first because it outlasts the limit:
-        # preemptible work finishing cures the limit, not the non-preemptible share.
-        reserved = ledger.over_reserved(terms, group.resources, group.preemptible)
-        if reserved is not None:
-            key, scope, usage, bound = reserved
-            found.append((pool, Reason.WAITING_FOR_RESERVATION,
-                          f"non-preemptible requests of policy {group.policy} use {_q(usage)} of its reservation "
-                          f"of {_q(bound)} {key} {_where(scope)}"))
-        elif (limit := ledger.over_limit(terms, group.resources)) is not None:
-            key, scope, usage, bound = limit
-            found.append((pool, Reason.WAITING_FOR_QUOTA,
-                          f"policy {group.policy} has {_q(usage)} of its limit of {_q(bound)} {key} in use {_where(scope)}"))
+        own = _own_policy_reason(group, pool, terms, ledger)
+        if own is not None:
+            found.append(own)
         elif rooms is None:
             found.append(_room(terms, group.resources, ledger))
         else:
@@ -137,6 +123,26 @@ def _pool_reasons(group: QueueGroup, ledger: Ledger, only: str | None = None, ro
                 room = rooms[(pool, group.resources.signature)] = _room(terms, group.resources, ledger)
             found.append(room)
     return found
+
+
+def _own_policy_reason(group: QueueGroup, pool: str, terms: PoolTerms, ledger: Ledger,
+                       ) -> tuple[str, Reason, str] | None:
+    """The group's own policy stopping it on ``pool``, which others finishing cannot cure, or None.
+
+    The reservation goes before the limit because it outlasts it: preemptible work finishing
+    cures the limit, not the non-preemptible share."""
+    reserved = ledger.over_reserved(terms, group.resources, group.preemptible)
+    if reserved is not None:
+        key, scope, usage, bound = reserved
+        return (pool, Reason.WAITING_FOR_RESERVATION,
+                f"non-preemptible requests of policy {group.policy} use {_q(usage)} of its reservation "
+                f"of {_q(bound)} {key} {_where(scope)}")
+    limit = ledger.over_limit(terms, group.resources)
+    if limit is not None:
+        key, scope, usage, bound = limit
+        return (pool, Reason.WAITING_FOR_QUOTA,
+                f"policy {group.policy} has {_q(usage)} of its limit of {_q(bound)} {key} in use {_where(scope)}")
+    return None
 
 
 def _room(terms: PoolTerms, resources: Vector, ledger: Ledger) -> tuple[str, Reason, str]:

@@ -72,24 +72,27 @@ class Preemption:
         self.claimed: set[int] = set()
         self.borrowed: dict[str, dict[int, set[str]]] = {}
         self.by_policy: defaultdict[str, list[Request]] = defaultdict(list)
-        # pool → (priority, allocation time in µs, victim) of its preemptible allocations
-        self.on_pool: defaultdict[str, list[tuple[int, int, Request]]] = defaultdict(list)
+        # pool → (priority, victim) of its preemptible allocations; sorted and timed on first use
+        self.on_pool: defaultdict[str, list] = defaultdict(list)
+        self.sorted: dict[str, list[tuple[int, int, Request]]] = {}  # see _on
         self.lowest: dict[str, int] = {}  # pool → lowest priority among its preemptible allocations
+        priority_of = {policy.name: policy.priority for policy in config.policies}
         for request in live:
             self.by_policy[request.policy].append(request)
             if request.state is State.ALLOCATED and request.preemptible:
-                priority = config.policy[request.policy].priority if request.policy in config.policy else 0
-                self.on_pool[request.pool].append((priority, micros(request.allocated_at), request))
-                self.lowest[request.pool] = min(priority, self.lowest.get(request.pool, priority))
+                priority = priority_of.get(request.policy, 0)
+                self.on_pool[request.pool].append((priority, request))
+                if priority < self.lowest.get(request.pool, priority + 1):
+                    self.lowest[request.pool] = priority
 
     def run(self, ordered: list[QueueGroup]) -> None:
         """Preemptors in R-32 order (judged once, after the grants): a merge of the groups' members
         by a heap of groups, so a group that fails leaves the heap with all its members."""
-        heap = [(group.key, 0, group) for group in ordered]
+        heap = [(group.key, group.next, group) for group in ordered]
         heapq.heapify(heap)
         while heap:
             key, index, group = heapq.heappop(heap)
-            members = group.waiting
+            members = group.members  # waiting from group.next on
             request = members[index]
             if request.id not in self.ledger.holds and not self._find_victims(group, request):
                 continue  # the rest of the group cannot find victims either
@@ -122,16 +125,26 @@ class Preemption:
         """R-41 victims on ``pool`` for a preemptor of ``group``, in R-42 order."""
         found = []
         short_keys = short.keys()
-        for victim_priority, allocated, victim in self.on_pool[pool]:
+        for victim_priority, allocated, victim in self._on(pool):
+            if victim_priority >= group.priority and not in_share:
+                break  # neither rule of R-41, for this one and all after it (they are sorted by priority)
             if victim.id in self.claimed or victim.policy == group.policy or short_keys.isdisjoint(victim.resources):
                 continue
-            if victim_priority >= group.priority and not in_share:
-                continue  # neither rule of R-41
             borrows = not short_keys.isdisjoint(self._borrowing(victim.policy)[victim.id])
             if victim_priority < group.priority or borrows:
                 found.append((victim_key(victim_priority, borrows, allocated, victim.id), victim))
         found.sort(key=_first)
         return [victim for _, victim in found]
+
+    def _on(self, pool: str) -> list[tuple[int, int, Request]]:
+        """(priority, allocation time in µs, victim) of the pool's preemptible allocations, lowest
+        priority first, prepared for the pools where someone looks for victims."""
+        found = self.sorted.get(pool)
+        if found is None:
+            found = self.sorted[pool] = sorted(
+                ((priority, micros(victim.allocated_at), victim) for priority, victim in self.on_pool[pool]),
+                key=_first)
+        return found
 
     def _borrowing(self, policy: str) -> dict[int, set[str]]:
         """Per live allocation of ``policy``, the keys of which it holds borrowed units."""

@@ -23,7 +23,7 @@ from datetime import datetime
 from operator import attrgetter
 from typing import NamedTuple
 
-from .model import Request, State
+from .model import ALL_POOLS, Config, Policy, Request, State
 from .quantity import Vector
 from .quota import TermsCache
 
@@ -43,21 +43,25 @@ class Allocation(NamedTuple):
 def borrowed_units(terms: TermsCache, policy: str, live: Iterable[Request | Allocation]) -> dict[int, dict[str, int]]:
     """Borrowed milli-units per metered key of each live allocation of ``policy`` (by request id)."""
     config = terms.config
-    # pool → per metered key there, its reservations as ((scope, key), reserved): the walk's hot loop
+    stated = config.policy.get(policy)
+    # pool → per metered key there, the reservations that apply, as ((scope, key), reserved)
     bounds: dict[str | None, dict[str, tuple[tuple[tuple[str, str], int], ...]]] = {}
     consumed: dict[tuple[str, str], int] = {}  # (scope, key) → reservation used by older allocations
     borrowed: dict[int, dict[str, int]] = {}
-    mine = sorted((r for r in live if r.policy == policy), key=attrgetter("allocated_at", "id"))
+    mine = [r for r in live if r.policy == policy]
+    if stated is not None and any(q.reserved is not None for q in stated.quotas):
+        mine.sort(key=attrgetter("allocated_at", "id"))  # else nothing is reserved: order cannot matter
     for allocation in mine:
         on_pool = bounds.get(allocation.pool)
         if on_pool is None:
-            on_pool = bounds[allocation.pool] = _bounds(terms, policy, allocation.pool)
+            on_pool = bounds[allocation.pool] = _reservations(config, stated, allocation.pool)
         units: dict[str, int] = {}
-        for key, amount in allocation.resources.items():
-            reservations = on_pool.get(key)
-            if reservations is None:  # unmetered there: nobody can be short of it, nothing to reclaim
+        resources = allocation.resources
+        for key, reservations in on_pool.items():  # keys unmetered there: nobody can be short of them
+            amount = resources.get(key)
+            if amount is None:
                 continue
-            if not reservations:  # nothing reserved for it here: all of it is borrowed
+            if not reservations:  # the reservation is 0 (§1): all of it is borrowed
                 units[key] = amount
                 continue
             most = 0  # the largest excess over any applicable reservation, at most the amount
@@ -70,12 +74,13 @@ def borrowed_units(terms: TermsCache, policy: str, live: Iterable[Request | Allo
     return borrowed
 
 
-def _bounds(terms: TermsCache, policy: str, pool: str | None) -> dict[str, tuple[tuple[tuple[str, str], int], ...]]:
-    """The reservations that apply on ``pool`` per metered key, as the walk reads them; none when
-    the only one is the implicit 0 on the pool itself (§1), which only this pool's allocations
-    of the policy consume, and which every one of their units exceeds."""
-    if pool not in terms.config.pool or policy not in terms.config.policy:
+def _reservations(config: Config, policy: Policy | None, pool: str | None,
+                  ) -> dict[str, tuple[tuple[tuple[str, str], int], ...]]:
+    """Per key metered on ``pool``, the policy's reservation rows that apply there (scope the pool
+    or ``*``, as in quota.pool_terms). None at all means a reservation of 0 on the pool itself, which only
+    this pool's allocations of the policy could consume and every one of their units exceeds."""
+    found = config.pool.get(pool) if pool is not None else None
+    if found is None or policy is None:
         return {}
-    return {key: () if key_terms.reserved == ((pool, 0),) else
-            tuple(((scope, key), reserved) for scope, reserved in key_terms.reserved)
-            for key, key_terms in terms(policy, pool).keys.items()}
+    rows = [q for q in policy.quotas if q.reserved is not None and (q.scope == pool or q.scope == ALL_POOLS)]
+    return {key: tuple(((q.scope, key), q.reserved) for q in rows if q.key == key) for key in found.capacity}

@@ -6,7 +6,9 @@ SQLite by default so a checkout runs with no setup; ``DATABASE_URL`` switches to
 
 from __future__ import annotations
 
+import os
 import secrets
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -96,6 +98,9 @@ def _database() -> dict:
             "timeout": 20,
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;",
         },
+        # The tests' database is a file, not memory, so that a test can start a server process on
+        # it (tests/poolweb/test_events_live.py); one per test run, so two runs never share it.
+        "TEST": {"NAME": str(Path(tempfile.gettempdir()) / f"poolweb-test-{os.getpid()}.sqlite3")},
     }
 
 
@@ -169,6 +174,17 @@ POOLWEB = {
     "PASSES": env_choice("POOLWEB_PASSES", ("worker", "inline")),
     # Events kept for clients that resume (at least this many, and all of the last hour).
     "EVENTS_KEPT": env_int("POOLWEB_EVENTS_KEPT", 10000, minimum=100, maximum=10_000_000),
+}
+
+# The event stream at /ws/events/ (api.md §3, poolweb/realtime). Each web process reads new
+# outbox rows every POLL_MS; a client has AUTH_TIMEOUT_MS to send its token and START_MS to send
+# resume_from before it starts from now; a client more than CLIENT_BUFFER events behind
+# catches up from the outbox instead.
+EVENT_STREAM = {
+    "POLL_MS": env_int("POOLWEB_EVENT_POLL_MS", 50, minimum=5, maximum=10_000),
+    "AUTH_TIMEOUT_MS": env_int("POOLWEB_EVENT_AUTH_TIMEOUT_MS", 10_000, minimum=100, maximum=600_000),
+    "START_MS": env_int("POOLWEB_EVENT_START_MS", 500, minimum=0, maximum=10_000),
+    "CLIENT_BUFFER": env_int("POOLWEB_EVENT_CLIENT_BUFFER", 1000, minimum=1, maximum=1_000_000),
 }
 
 LOGGING = {

@@ -1,0 +1,91 @@
+"""Reading the outbox (``poolweb.models.Event``) for the stream: new rows, missed rows, and
+whether a client that resumes can still be given every row it missed.
+
+The functions are synchronous ORM reads; the async side calls them through
+``database_sync_to_async``.
+
+Resync rule. ``seq`` has gaps that mean nothing (a rolled-back insert on PostgreSQL burns its
+value; a deleted user's events go with it) and a reader filters rows by owner, so a client's
+last seq says nothing about which seqs come next. Only pruning loses events, and pruning removes
+the oldest rows. So a client that saw everything up to ``n`` can be served iff every row after
+``n`` is still kept, i.e. the oldest kept row is at most ``n + 1``. A gap at exactly that place
+that is not pruning (say ``n + 1`` rolled back and ``n + 2`` is the oldest row) gives a needless
+resync — harmless, the client reloads its state — never a silent loss. A client ahead of the
+newest seq (another database, or one reset) is told to resync too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Q
+
+from poolweb.models import Event
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who receives a stream: a user sees aggregate events and their own; an admin, everything."""
+
+    user_id: int
+    is_admin: bool
+
+    def may_see(self, owner_id: int | None) -> bool:
+        return self.is_admin or owner_id is None or owner_id == self.user_id
+
+
+@dataclass(frozen=True)
+class OutboxEvent:
+    """One row, with the message text serialised once for every client that receives it."""
+
+    seq: int
+    owner_id: int | None
+    text: str
+
+
+def newest_seq() -> int:
+    """The newest seq handed out: "now" for a client that starts, the point a resume is measured
+    against. The newest kept row's; when none is kept (a new install, or every row deleted by
+    hand), the table's sequence, so that rows written later never look like missed ones."""
+    newest = Event.objects.order_by("-seq").values_list("seq", flat=True).first()
+    return newest if newest is not None else _sequence_high_water()
+
+
+def _sequence_high_water() -> int:
+    table = Event._meta.db_table
+    queries = {
+        "sqlite": ("SELECT seq FROM sqlite_sequence WHERE name = %s", [table]),
+        "postgresql": ("SELECT pg_sequence_last_value(pg_get_serial_sequence(%s, 'seq'))", [table]),
+    }
+    if connection.vendor not in queries:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(*queries[connection.vendor])
+        row = cursor.fetchone()
+    return (row[0] if row else None) or 0
+
+
+def events_after(seq: int, limit: int, viewer: Viewer | None = None) -> list[OutboxEvent]:
+    """Up to ``limit`` rows after ``seq`` in seq order; only those ``viewer`` may see, if given."""
+    rows = Event.objects.filter(seq__gt=seq)
+    if viewer is not None and not viewer.is_admin:
+        rows = rows.filter(Q(owner__isnull=True) | Q(owner_id=viewer.user_id))
+    rows = rows.order_by("seq").values_list("seq", "type", "owner_id", "data")[:limit]
+    return [OutboxEvent(seq, owner_id, message(seq, type, data)) for seq, type, owner_id, data in rows]
+
+
+def must_resync(resume_from: int) -> bool:
+    """Whether some row after ``resume_from`` is no longer kept (see the module docstring)."""
+    oldest = Event.objects.order_by("seq").values_list("seq", flat=True).first()
+    newest = newest_seq()
+    if resume_from > newest:
+        return True
+    if oldest is None:  # nothing kept: only a client that saw the very newest missed nothing
+        return resume_from < newest
+    return oldest > resume_from + 1
+
+
+def message(seq: int, type: str, data: object) -> str:
+    return json.dumps({"seq": seq, "type": type, "data": data}, separators=(",", ":"))

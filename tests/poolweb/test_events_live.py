@@ -1,0 +1,119 @@
+"""The event stream across processes, as deployed: a real daphne serving poolweb.asgi on the
+test database, a websocket client, and events committed by this process (standing in for the
+worker) — the relay must find them in the database, with no channel layer in between.
+
+The server reads the same test database: the test's DATABASE_URL with the test database's name
+(test_test on PostgreSQL; on SQLite the test database is a file, see settings).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+from django.conf import settings
+from django.db import connection, transaction
+from websockets.sync.client import ClientConnection, connect
+
+from poolweb.api.auth import token_create
+from poolweb.realtime.outbox import newest_seq
+from poolweb.services.events import POOL_UPDATED, REQUEST_UPDATED, publish
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+START_TIMEOUT = 30.0  # seconds for daphne to listen; Django's start-up is most of it
+RECEIVE_TIMEOUT = 5.0
+
+
+def database_url() -> str:
+    """The URL of the database this test runs on, for the server process."""
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    credentials = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
+    return f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_listening(server: subprocess.Popen, port: int) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"daphne exited with {server.returncode}: {server.stderr.read()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"daphne did not listen on port {port} within {START_TIMEOUT} s")
+
+
+@pytest.fixture
+def server_url(transactional_db, tmp_path) -> Iterator[str]:
+    """A daphne process serving the application on a free port; stopped before the database
+    is flushed (PostgreSQL cannot drop a database a server is still connected to)."""
+    port = free_port()
+    environment = {**os.environ, "DATABASE_URL": database_url(), "POOLWEB_DATA_DIR": str(tmp_path),
+                   "POOLWEB_SECRET_KEY": settings.SECRET_KEY, "POOLWEB_EVENT_POLL_MS": "20",
+                   "DJANGO_SETTINGS_MODULE": "poolweb.settings", "PYTHONUNBUFFERED": "1"}
+    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                               "poolweb.asgi:application"], cwd=settings.BASE_DIR, env=environment,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until_listening(server, port)
+        yield f"ws://127.0.0.1:{port}/ws/events/"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def commit(type: str, data: dict, owner=None) -> None:
+    with transaction.atomic():
+        publish(type, data, owner_id=owner.pk if owner is not None else None)
+
+
+def next_message(client: ClientConnection) -> dict:
+    return json.loads(client.recv(timeout=RECEIVE_TIMEOUT))
+
+
+def test_an_event_committed_in_another_process_reaches_a_client_of_the_server(server_url, bob, carol):
+    token = token_create(user=bob)
+    with connect(server_url, open_timeout=RECEIVE_TIMEOUT) as client:
+        # Resuming from the newest seq makes the start independent of when the token is checked.
+        client.send(json.dumps({"token": token, "resume_from": newest_seq()}))
+
+        commit(REQUEST_UPDATED, {"id": 2, "owner": "carol"}, owner=carol)  # not bob's to see
+        commit(POOL_UPDATED, {"name": "h100", "used": {"gpu": 4000}})
+        commit(REQUEST_UPDATED, {"id": 1, "owner": "bob"}, owner=bob)
+
+        first, second = next_message(client), next_message(client)
+    assert (first["type"], first["data"]) == ("pool.updated", {"name": "h100", "used": {"gpu": 4000}})
+    assert (second["type"], second["data"]) == ("request.updated", {"id": 1, "owner": "bob"})
+    assert first["seq"] < second["seq"]
+
+
+def test_the_server_refuses_a_bad_token_and_keeps_serving(server_url, bob):
+    with connect(server_url, open_timeout=RECEIVE_TIMEOUT) as client:
+        client.send(json.dumps({"token": "wrong"}))
+        assert next_message(client)["code"] == "unauthenticated"
+
+    token = token_create(user=bob)
+    with connect(server_url, open_timeout=RECEIVE_TIMEOUT) as client:
+        client.send(json.dumps({"token": token, "resume_from": newest_seq()}))
+        commit(POOL_UPDATED, {"name": "a100"})
+        assert next_message(client)["data"] == {"name": "a100"}

@@ -84,12 +84,16 @@ def pool_terms(policy: Policy, pool: Pool) -> PoolTerms:
     applying = [q for q in policy.quotas if q.scope == pool.name or q.scope == ALL_POOLS]
     keys = {}
     for key, capacity in pool.capacity.items():
-        rows = [q for q in applying if q.key == key]
-        limits = tuple((q.scope, q.limit) for q in rows if q.limit is not None) if rows else ()
-        reserved = tuple((q.scope, q.reserved) for q in rows if q.reserved is not None) if rows else ()
+        limits, reserved = [], []
+        for q in applying:
+            if q.key == key:
+                if q.limit is not None:
+                    limits.append((q.scope, q.limit))
+                if q.reserved is not None:
+                    reserved.append((q.scope, q.reserved))
         # Without a limit row the limit is the pool's capacity, which already
         # enforce; without a reservation row the reservation is 0 (§1).
-        keys[key] = KeyTerms(key, capacity, limits, reserved or ((pool.name, 0),))
+        keys[key] = KeyTerms(key, capacity, tuple(limits), tuple(reserved) or ((pool.name, 0),))
     return PoolTerms(policy.name, pool.name, keys)
 
 

@@ -46,11 +46,8 @@ def explain_waiting(
         for group in ordered:
             reasons = by_pool[id(group)] = _group_reasons(group, ledger, rooms)
             head = group.members[group.next]
-            # The head as it sees itself: a preemptor of this very pass is not in its own way.
-            seen_by_head = reasons if group.holder is not None or head.id not in ledger.holds \
-                else _group_reasons(group, ledger, rooms, head.id)
-            for pool, reason, _ in seen_by_head:
-                if reason in _ROOM and pool not in first_waiter:
+            for pool in _short_of_room(group, head, reasons, ledger):
+                if pool not in first_waiter:
                     first_waiter[pool] = (group.priority, head, group.policy)
     judged = {id(group): _overall(_behind_higher_priority(group, by_pool[id(group)], first_waiter))
               if enabled else (Reason.MANAGEMENT_DISABLED, DISABLED) for group in ordered}
@@ -62,8 +59,8 @@ def explain_waiting(
             if enabled and (group.holder is not None or group.preempted):
                 for place, request in enumerate(members, place + 1):
                     if request.id in ledger.holds:
-                        waiting[request.id] = Waiting(*_preemptor_reason(request.id, group, ledger, victims_of),
-                                                      place, queue)
+                        waiting[request.id] = Waiting(*_preemptor_reason(request.id, group, by_pool[id(group)],
+                                                                         ledger, victims_of), place, queue)
                     else:
                         waiting[request.id] = Waiting(reason, message, place, queue)
             else:
@@ -79,12 +76,33 @@ _WAITING = partial(tuple.__new__, Waiting)  # Waiting(*fields), made in C
 
 
 _ROOM = (Reason.WAITING_FOR_CAPACITY, Reason.BLOCKED_BY_HIGHER_PRIORITY)
+_OWN_POLICY = (Reason.WAITING_FOR_RESERVATION, Reason.WAITING_FOR_QUOTA)
 
 
-def _preemptor_reason(request_id: int, group: QueueGroup, ledger: Ledger, victims_of) -> tuple[Reason, str]:
-    """A preemptor waits for its victims, unless its own policy stops it on that pool (§9)."""
+def _short_of_room(group: QueueGroup, head: Request, reasons: list[tuple[str, Reason, str]], ledger: Ledger,
+                   ) -> list[str]:
+    """The pools where the group's head waits for room rather than for its own policy, as the head
+    sees itself: a preemptor of this very pass is not in its own way.
+
+    Room is a pool's reason wherever the policy's own limit and reservation do not stop it. Its own
+    hold set aside, the policy uses less, so only pools where ``reasons`` (everyone else's view)
+    show the policy stopping it are judged again."""
+    room = [pool for pool, reason, _ in reasons if reason in _ROOM]
+    if group.holder is not None or head.id not in ledger.holds or len(room) == len(reasons):
+        return room
+    with ledger.as_seen_by(head.id):
+        return [pool for (pool, reason, _), terms in zip(reasons, group.terms)
+                if reason in _ROOM or _own_policy_reason(group, pool, terms, ledger) is None]
+
+
+def _preemptor_reason(request_id: int, group: QueueGroup, reasons: list[tuple[str, Reason, str]], ledger: Ledger,
+                      victims_of) -> tuple[Reason, str]:
+    """A preemptor waits for its victims, unless its own policy stops it on that pool (§9).
+
+    ``reasons`` are the group's, with every hold of others in place; its own set aside, the policy
+    uses less, so it can be stopped only where they show it stopped."""
     pool = ledger.holds[request_id].pool
-    if pool in group.pools:
+    if any(where == pool and reason in _OWN_POLICY for where, reason, _ in reasons):
         with ledger.as_seen_by(request_id):
             own = _own_policy_reason(group, pool, group.terms[group.pools.index(pool)], ledger)
         if own is not None:
@@ -96,12 +114,11 @@ def _preemptor_reason(request_id: int, group: QueueGroup, ledger: Ledger, victim
             f"waiting for request(s) {victims} to leave pool {pool}; their capacity is held for it")
 
 
-def _group_reasons(group: QueueGroup, ledger: Ledger, rooms: dict, seen_by: int | None = None,
-                   ) -> list[tuple[str, Reason, str]]:
-    seen_by = group.holder if seen_by is None else seen_by
-    if seen_by not in ledger.holds:
+def _group_reasons(group: QueueGroup, ledger: Ledger, rooms: dict) -> list[tuple[str, Reason, str]]:
+    """The group's reason on each pool; a preemptor with victims in flight sees itself (R-45)."""
+    if group.holder not in ledger.holds:
         return _pool_reasons(group, ledger, rooms=rooms)
-    with ledger.as_seen_by(seen_by):  # the ledger differs from everyone else's view: no shared rooms
+    with ledger.as_seen_by(group.holder):  # the ledger differs from everyone else's view: no shared rooms
         return _pool_reasons(group, ledger)
 
 

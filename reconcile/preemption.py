@@ -74,7 +74,7 @@ class Preemption:
         self.by_policy: defaultdict[str, list[Request]] = defaultdict(list)
         # pool → (priority, victim) of its preemptible allocations; sorted and timed on first use
         self.on_pool: defaultdict[str, list] = defaultdict(list)
-        self.sorted: dict[str, list[tuple[int, int, Request]]] = {}  # see _on
+        self.sorted: dict[str, list[tuple[int, Request, set[str], tuple, tuple]]] = {}  # see _on
         self.lowest: dict[str, int] = {}  # pool → lowest priority among its preemptible allocations
         priority_of = {policy.name: policy.priority for policy in config.policies}
         for request in live:
@@ -124,26 +124,31 @@ class Preemption:
     def _candidates(self, pool: str, group: QueueGroup, short: dict[str, int], in_share: bool) -> list[Request]:
         """R-41 victims on ``pool`` for a preemptor of ``group``, in R-42 order."""
         found = []
-        short_keys = short.keys()
-        for victim_priority, allocated, victim in self._on(pool):
+        short_keys, claimed = short.keys(), self.claimed
+        for victim_priority, victim, borrowed, key_if_borrowing, key_if_in_share in self._on(pool):
             if victim_priority >= group.priority and not in_share:
                 break  # neither rule of R-41, for this one and all after it (they are sorted by priority)
-            if victim.id in self.claimed or victim.policy == group.policy or short_keys.isdisjoint(victim.resources):
+            if victim.id in claimed or victim.policy == group.policy or short_keys.isdisjoint(victim.resources):
                 continue
-            borrows = not short_keys.isdisjoint(self._borrowing(victim.policy)[victim.id])
-            if victim_priority < group.priority or borrows:
-                found.append((victim_key(victim_priority, borrows, allocated, victim.id), victim))
+            if not short_keys.isdisjoint(borrowed):  # by priority, or reclaimed: H is in share if not lower
+                found.append((key_if_borrowing, victim))
+            elif victim_priority < group.priority:
+                found.append((key_if_in_share, victim))
         found.sort(key=_first)
         return [victim for _, victim in found]
 
-    def _on(self, pool: str) -> list[tuple[int, int, Request]]:
-        """(priority, allocation time in µs, victim) of the pool's preemptible allocations, lowest
-        priority first, prepared for the pools where someone looks for victims."""
+    def _on(self, pool: str) -> list[tuple[int, Request, set[str], tuple, tuple]]:
+        """The pool's preemptible allocations, lowest priority first, prepared for the pools where
+        someone looks for victims: (priority, victim, keys it holds borrowed units of, and its
+        R-42 key when it borrows a key the preemptor lacks and when it does not)."""
         found = self.sorted.get(pool)
         if found is None:
-            found = self.sorted[pool] = sorted(
-                ((priority, micros(victim.allocated_at), victim) for priority, victim in self.on_pool[pool]),
-                key=_first)
+            found = self.sorted[pool] = []
+            for priority, victim in sorted(self.on_pool[pool], key=_first):
+                allocated = micros(victim.allocated_at)
+                found.append((priority, victim, self._borrowing(victim.policy)[victim.id],
+                              victim_key(priority, True, allocated, victim.id),
+                              victim_key(priority, False, allocated, victim.id)))
         return found
 
     def _borrowing(self, policy: str) -> dict[int, set[str]]:

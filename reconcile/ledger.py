@@ -139,19 +139,20 @@ class Ledger:
         # The hot path of a pass: written out rather than composed from the checks below.
         used = self.pool_used[terms.pool]
         held = self.held.get(terms.pool) or {}
-        policy_used, policy_np, policy, keys = self.policy_used, self.policy_np, terms.policy, terms.keys
+        policy_used, policy_np, checks = self.policy_used, self.policy_np, terms.checks
         for key, amount in resources.items():
-            key_terms = keys.get(key)
-            if key_terms is None:
+            found = checks.get(key)
+            if found is None:
                 continue
-            if used.get(key, 0) + held.get(key, 0) + amount > key_terms.capacity:
+            capacity, limits, reservations = found
+            if used.get(key, 0) + held.get(key, 0) + amount > capacity:
                 return False
-            for scope, limit in key_terms.limits:
-                if policy_used[(policy, scope)].get(key, 0) + amount > limit:
+            for usage_key, _, limit in limits:
+                if policy_used[usage_key].get(key, 0) + amount > limit:
                     return False
             if not preemptible:
-                for scope, reserved in key_terms.reserved:
-                    if policy_np[(policy, scope)].get(key, 0) + amount > reserved:
+                for usage_key, _, reserved in reservations:
+                    if policy_np[usage_key].get(key, 0) + amount > reserved:
                         return False
         return True
 
@@ -172,30 +173,34 @@ class Ledger:
 
     def over_limit(self, terms: PoolTerms, resources: Vector, request_id: int | None = None) -> Breach | None:
         """R-21: the first (key, scope, usage, limit) that granting would exceed, or None."""
-        return self._breach(terms, resources, request_id, self.policy_used, "limits")
+        return self._breach(terms, resources, request_id, self.policy_used, _LIMITS)
 
     def over_reserved(self, terms: PoolTerms, resources: Vector, preemptible: bool,
                       request_id: int | None = None) -> Breach | None:
         """R-22: for non-preemptible requests, the first (key, scope, np-usage, reserved) exceeded."""
-        return None if preemptible else self._breach(terms, resources, request_id, self.policy_np, "reserved")
+        return None if preemptible else self._breach(terms, resources, request_id, self.policy_np, _RESERVED)
 
     def in_share(self, terms: PoolTerms, resources: Vector, request_id: int | None = None) -> bool:
         """R-32.2: usage + R ≤ effective reserved for every metered key at every scope."""
-        return self._breach(terms, resources, request_id, self.policy_used, "reserved") is None
+        return self._breach(terms, resources, request_id, self.policy_used, _RESERVED) is None
 
-    def _breach(self, terms: PoolTerms, resources: Vector, request_id: int | None, usage_of, bounds: str):
+    def _breach(self, terms: PoolTerms, resources: Vector, request_id: int | None, usage_of, bounds: int):
         if request_id in self.holds:
             with self.as_seen_by(request_id):
                 return _first_breach(terms, resources, usage_of, bounds)
         return _first_breach(terms, resources, usage_of, bounds)
 
 
-def _first_breach(terms: PoolTerms, resources: Vector, usage_of, bounds: str) -> Breach | None:
+_LIMITS, _RESERVED = 1, 2  # where PoolTerms.checks keeps each kind of bound
+
+
+def _first_breach(terms: PoolTerms, resources: Vector, usage_of, bounds: int) -> Breach | None:
+    checks = terms.checks
     for key, amount in resources.items():
-        key_terms = terms.keys.get(key)
-        if key_terms is not None:
-            for scope, bound in getattr(key_terms, bounds):
-                usage = usage_of[(terms.policy, scope)].get(key, 0)
+        found = checks.get(key)
+        if found is not None:
+            for usage_key, scope, bound in found[bounds]:
+                usage = usage_of[usage_key].get(key, 0)
                 if usage + amount > bound:
                     return key, scope, usage, bound
     return None

@@ -31,6 +31,7 @@ from .quantity import UNMETERED_BY_DEFAULT, Vector, format_quantity
 from .reasons import Reason
 
 Bound = tuple[str, int]  # (scope, milli-units)
+Check = tuple[tuple[str, str], str, int]  # ((policy, scope), scope, milli-units)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +53,12 @@ class PoolTerms:
     # and for a non-preemptible one every reservation too. See ``eligible``.
     most: dict[str, int] = field(init=False, repr=False, compare=False)
     most_np: dict[str, int] = field(init=False, repr=False, compare=False)
+    # Per metered key: capacity, limits and reservations, each bound as ((policy, scope), scope,
+    # bound) with the ledger's usage key made once, for the fit checks of a pass (ledger.py).
+    checks: dict[str, tuple[int, tuple[Check, ...], tuple[Check, ...]]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        most, most_np = {}, {}
+        most, most_np, checks = {}, {}, {}
         for key, terms in self.keys.items():
             bound = terms.capacity
             for _, limit in terms.limits:
@@ -63,8 +67,11 @@ class PoolTerms:
             for _, reserved in terms.reserved:
                 bound = min(bound, reserved)
             most_np[key] = bound
+            checks[key] = (terms.capacity, tuple(((self.policy, scope), scope, limit) for scope, limit in terms.limits),
+                           tuple(((self.policy, scope), scope, reserved) for scope, reserved in terms.reserved))
         object.__setattr__(self, "most", most)
         object.__setattr__(self, "most_np", most_np)
+        object.__setattr__(self, "checks", checks)
 
     def metered(self, key: str) -> bool:
         return key in self.keys

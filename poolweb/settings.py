@@ -84,13 +84,18 @@ TEMPLATES = [
 
 
 def _database() -> dict:
+    """``DATABASE_URL`` (PostgreSQL, or ``sqlite:////path``), else SQLite in the data directory."""
     url = env_str("DATABASE_URL")
     if url:
-        return dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
+        database = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    else:
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        database = {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "poolweb.sqlite3"}
+    if database["ENGINE"] != "django.db.backends.sqlite3":
+        # One test database per test run, so runs side by side on one server never drop each other's.
+        return {**database, "TEST": {"NAME": f"test_{database['NAME']}_{os.getpid()}"}}
     return {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": DATA_DIR / "poolweb.sqlite3",
+        **database,
         # WAL lets readers run beside the writer; IMMEDIATE takes the write lock at BEGIN, so two
         # writers queue (up to the busy timeout) instead of failing half-way through a decision.
         "OPTIONS": {

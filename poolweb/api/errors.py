@@ -12,6 +12,8 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from poolweb.api.parsers import PayloadTooLarge
+
 
 def flatten(detail, path: str = "") -> list[dict]:
     """DRF's nested error detail → a flat list of {path, code, message}."""
@@ -37,12 +39,6 @@ def _issue(path: str, item) -> dict:
 
 def bad_request(errors: list[dict]) -> Response:
     return Response({"errors": errors}, status=status.HTTP_400_BAD_REQUEST)
-
-
-class PayloadTooLarge(exceptions.APIException):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    default_detail = "the request body is too large"
-    default_code = "too_large"
 
 
 def exception_handler(exc, context):

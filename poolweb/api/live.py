@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.urls import path
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
@@ -20,8 +20,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from poolweb.api.representations import LivePoolSerializer, PolicyStateSerializer, QuantitiesField
 from poolweb.selectors.live import NAME_PATTERN, live_pool_exists, policy_states, pool_queue, pool_states
-from reconcile import format_quantity
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
@@ -33,35 +33,6 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
     def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer",
                 "description": "A token printed by `manage.py create_api_token USERNAME`."}
-
-
-@extend_schema_field({"type": "object", "additionalProperties": {"type": "number", "minimum": 0}})
-class QuantitiesField(serializers.Field):
-    """key → milli-units, shown as key → number (2, 0.5, 0.143)."""
-
-    def to_representation(self, value):
-        return {key: format_quantity(amount) for key, amount in value.items()}
-
-
-@extend_schema_field(OpenApiTypes.NUMBER)
-class QuantityField(serializers.Field):
-    """Milli-units shown as a number; null stays null."""
-
-    def to_representation(self, value):
-        return format_quantity(value)
-
-
-class LivePoolSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    description = serializers.CharField()
-    capacity = QuantitiesField(help_text="What the pool meters, per key.")
-    used = QuantitiesField(help_text="Sum of the live allocations on the pool, per key the pool meters.")
-    free = QuantitiesField(help_text="Per capacity key: capacity minus used, never below 0.")
-    overcommitted = QuantitiesField(
-        help_text="Per key where used exceeds capacity (a provision shrank it, R-57): the excess.")
-    held = QuantitiesField(help_text="Demand held for preemptors whose victims are still on the pool (R-45).")
-    pending = serializers.IntegerField(help_text="Pending requests queued on this pool.")
-    running = serializers.IntegerField(help_text="Live (allocated or preempting) requests on this pool.")
 
 
 class QueueEntrySerializer(serializers.Serializer):
@@ -76,27 +47,6 @@ class QueueEntrySerializer(serializers.Serializer):
     reason = serializers.CharField(help_text="Why it waits (spec §9), e.g. WaitingForCapacity.")
     message = serializers.CharField()
     submitted_at = serializers.DateTimeField()
-
-
-class ScopeUsageSerializer(serializers.Serializer):
-    scope = serializers.CharField(help_text='A pool name, or "*" for all pools together.')
-    key = serializers.CharField()
-    usage = QuantityField()
-    reserved = QuantityField(allow_null=True, help_text="As stated by the quota row of this scope, if any.")
-    limit = QuantityField(allow_null=True, help_text="As stated by the quota row of this scope, if any.")
-    borrowed = QuantityField(help_text="Units of the usage beyond the reservation.")
-    pending = serializers.IntegerField(help_text="The policy's pending requests queued at this scope.")
-    running = serializers.IntegerField(help_text="The policy's live requests at this scope.")
-
-
-class PolicyStateSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    description = serializers.CharField()
-    group = serializers.CharField()
-    priority = serializers.IntegerField()
-    pending = serializers.IntegerField()
-    running = serializers.IntegerField()
-    scopes = ScopeUsageSerializer(many=True)
 
 
 class LiveErrorSerializer(serializers.Serializer):

@@ -1,15 +1,22 @@
-"""Request parsing and pagination shared by every endpoint."""
+"""Request parsing and pagination shared by every endpoint.
+
+DRF imports these classes from its settings while ``rest_framework.views`` is still loading, so
+this module must not import that (nor poolweb.api.errors, which does)."""
 
 from __future__ import annotations
 
 import io
 
 from django.conf import settings
-from rest_framework import exceptions
+from rest_framework import exceptions, status
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 
-from poolweb.api.errors import PayloadTooLarge
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "the request body is too large"
+    default_code = "too_large"
 
 
 def body_limit() -> int:

@@ -1,9 +1,12 @@
-"""The request object of api.md §2, as the API answers it and the event stream sends it."""
+"""The objects of api.md §2 — a request, a pool's and a policy's live state — as the API answers
+them and the event stream sends them. Only serializers here: the event writers import this
+without pulling in DRF's views."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -44,3 +47,55 @@ def request_data(row: RequestRow) -> dict:
 
 def _number(value: int | Decimal) -> int | float:
     return value if isinstance(value, int) else float(value)  # ≤ 3 decimals: the float prints exactly
+
+
+# --- live state ------------------------------------------------------------------------------------
+
+@extend_schema_field({"type": "object", "additionalProperties": {"type": "number", "minimum": 0}})
+class QuantitiesField(serializers.Field):
+    """key → milli-units, shown as key → number (2, 0.5, 0.143)."""
+
+    def to_representation(self, value):
+        return {key: format_quantity(amount) for key, amount in value.items()}
+
+
+@extend_schema_field(OpenApiTypes.NUMBER)
+class QuantityField(serializers.Field):
+    """Milli-units shown as a number; null stays null."""
+
+    def to_representation(self, value):
+        return format_quantity(value)
+
+
+class LivePoolSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    capacity = QuantitiesField(help_text="What the pool meters, per key.")
+    used = QuantitiesField(help_text="Sum of the live allocations on the pool, per key the pool meters.")
+    free = QuantitiesField(help_text="Per capacity key: capacity minus used, never below 0.")
+    overcommitted = QuantitiesField(
+        help_text="Per key where used exceeds capacity (a provision shrank it, R-57): the excess.")
+    held = QuantitiesField(help_text="Demand held for preemptors whose victims are still on the pool (R-45).")
+    pending = serializers.IntegerField(help_text="Pending requests queued on this pool.")
+    running = serializers.IntegerField(help_text="Live (allocated or preempting) requests on this pool.")
+
+
+class ScopeUsageSerializer(serializers.Serializer):
+    scope = serializers.CharField(help_text='A pool name, or "*" for all pools together.')
+    key = serializers.CharField()
+    usage = QuantityField()
+    reserved = QuantityField(allow_null=True, help_text="As stated by the quota row of this scope, if any.")
+    limit = QuantityField(allow_null=True, help_text="As stated by the quota row of this scope, if any.")
+    borrowed = QuantityField(help_text="Units of the usage beyond the reservation.")
+    pending = serializers.IntegerField(help_text="The policy's pending requests queued at this scope.")
+    running = serializers.IntegerField(help_text="The policy's live requests at this scope.")
+
+
+class PolicyStateSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    group = serializers.CharField()
+    priority = serializers.IntegerField()
+    pending = serializers.IntegerField()
+    running = serializers.IntegerField()
+    scopes = ScopeUsageSerializer(many=True)

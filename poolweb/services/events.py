@@ -14,8 +14,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from poolweb.api.live import LivePoolSerializer, PolicyStateSerializer
-from poolweb.api.representations import request_data
+from poolweb.api.representations import LivePoolSerializer, PolicyStateSerializer, request_data
 from poolweb.models import Event, Request as RequestRow
 from poolweb.selectors.live import policy_states, pool_states
 
@@ -49,12 +48,17 @@ def publish_live(pools: Collection[str], policies: Collection[str]) -> None:
 
 
 def prune(older_than: datetime, keep: int) -> int:
-    """Forget events older than ``older_than`` beyond the newest ``keep``; a client resuming from
-    before the oldest kept one gets ``resync``."""
+    """Forget the oldest events: those older than ``older_than`` beyond the newest ``keep``. Always
+    a prefix in ``seq`` order (``created_at`` is only nearly in that order), so a client resuming
+    from before the oldest kept one gets ``resync`` and one resuming after it misses nothing."""
     newest = Event.objects.order_by("-seq").values_list("seq", flat=True).first()
     if newest is None:
         return 0
-    deleted, _ = Event.objects.filter(seq__lte=newest - keep, created_at__lt=older_than).delete()
+    cut = (Event.objects.filter(seq__lte=newest - keep, created_at__lt=older_than)
+           .order_by("-seq").values_list("seq", flat=True).first())
+    if cut is None:
+        return 0
+    deleted, _ = Event.objects.filter(seq__lte=cut).delete()
     return deleted
 
 

@@ -93,9 +93,10 @@ def planned_writes(snapshot: Snapshot, stored: dict[int, tuple], decided: Plan) 
         writes.pools.update(p for p in (decision.pool, request.pool, stored.get(request.id, (None,) * 4)[3]) if p)
         writes.policies.add(request.policy)
     for request_id, waiting in decided.waiting.items():
-        before = stored.get(request_id)
+        # A request re-queued by this very pass was stored live: nothing of its wait is.
+        before = stored.get(request_id, (None,) * len(WAITING_FIELDS))
         after = (waiting.reason.value, waiting.message, waiting.position, waiting.pool)
-        if before is None or before == after:
+        if before == after:
             continue
         writes.expected.setdefault(request_id, State.PENDING.value)
         writes.fields.setdefault(request_id, {}).update(zip(WAITING_FIELDS, after))
@@ -134,7 +135,7 @@ def _decision_fields(decision: Decision, now: datetime, request: Request) -> dic
         fields.update(held_pool=decision.pool)
     elif decision.state == State.PENDING:  # an eviction with retries left
         fields.update(attempt=request.attempt + 1, pool=None, allocated_at=None, lease_expires_at=None,
-                      preempted_at=None, held_pool=None)
+                      preempted_at=None, preempted_by=None, held_pool=None)
     if decision.state.terminal:
         fields.update(finished_at=now, position=None, queue_pool=None, held_pool=None)
     return fields

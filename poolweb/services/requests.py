@@ -326,7 +326,7 @@ def request_transition(*, user, request_id: int, change: Change, verb: str) -> b
     if after.state.terminal:
         fields.update(finished_at=now, position=None, queue_pool=None, held_pool=None)
     elif after.state == State.PENDING:  # re-queued after preemption: the next pass places it
-        fields.update(position=None, queue_pool=None)
+        fields.update(position=None, queue_pool=None, preempted_by=None)
     if not RequestRow.objects.filter(pk=request_id, state=before.state.value).update(**fields):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
     events.publish_requests([request_id])

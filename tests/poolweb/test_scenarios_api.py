@@ -389,18 +389,9 @@ def test_a_release_while_preempting_with_a_retry_left_queues_the_request_again(a
     steady()
 
 
-EVICTED_REQUEUED_UNPLACED = (
-    "bug in poolweb.services.reconciler.planned_writes: a victim evicted by the grace (R-44) with a "
-    "retry left (R-46) is in the plan's waiting (WaitingForCapacity, position 1, pool p), but that "
-    "entry is skipped because the row was preempting when loaded (no stored waiting fields), so it "
-    "is stored pending with reason PreemptedByPriority, position and queue_pool null, until a later "
-    "pass writes them: that later pass is not a no-op (I-8)")
-
-
 @pytest.mark.parametrize("max_retries, evicted_as", [
     (0, ("preempted", "PreemptedByPriority", "p", None, 1)),
-    pytest.param(1, ("pending", "WaitingForCapacity", None, 1, 2),
-                 marks=pytest.mark.xfail(strict=True, reason=EVICTED_REQUEUED_UNPLACED)),
+    (1, ("pending", "WaitingForCapacity", None, 1, 2)),
 ], ids=["no retry: preempted", "a retry left: queued again"])
 def test_a_victim_not_released_within_the_grace_is_evicted_by_the_periodic_pass(
         admin, user, steady, clock, settings, max_retries, evicted_as):

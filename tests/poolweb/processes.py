@@ -1,0 +1,69 @@
+"""Starting real Poolweb processes (worker, web server, a pass) on the tests' database.
+
+The database must be committed for another process to see it: tests that use these take
+``transactional_db``. On SQLite the tests' database is a file (settings), handed over as a
+``sqlite:////path`` DATABASE_URL, which keeps the same WAL and IMMEDIATE options.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(settings.BASE_DIR)
+
+
+def database_url() -> str:
+    """The tests' database as a DATABASE_URL."""
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return f"postgres://{db['USER']}{password}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def environment(**extra: str) -> dict[str, str]:
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "poolweb.settings", "PYTHONUNBUFFERED": "1",
+            "DATABASE_URL": database_url(), "POOLWEB_PASSES": "worker", **extra}
+
+
+def start(*command: str, **extra: str) -> subprocess.Popen:
+    """``command`` (arguments after the Python interpreter) in its own process group."""
+    return subprocess.Popen([sys.executable, *command], cwd=ROOT, env=environment(**extra),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            process_group=0)
+
+
+def stop(process: subprocess.Popen, signum: int = signal.SIGTERM, timeout: float = 15) -> str:
+    """Signal the whole group, wait, SIGKILL what is left; the output so far."""
+    for sig in (signum, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout=timeout)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # the group may outlive its leader
+    except ProcessLookupError:
+        pass
+    return process.stdout.read().decode(errors="replace") if process.stdout else ""
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout:.0f} s for {what}")
+        time.sleep(0.05)

@@ -178,10 +178,11 @@ class _Pass:
             group.cursor = 0
             self._judge(group, heap)
         while heap:
-            key, version, group = heapq.heappop(heap)
+            key, version, granted, group = heapq.heappop(heap)
             if version != group.version:
                 continue
-            fresh = self._evaluate(group)
+            # Judged on the ledger as it is now when nothing was granted since it was pushed.
+            fresh = key if granted == len(self.grants) else self._evaluate(group)
             if fresh != key:  # it got worse since it was pushed; it competes again with its new key
                 self._push(group, fresh, heap)
                 continue
@@ -224,7 +225,7 @@ class _Pass:
         group.watching = ()
         if key is None:
             return
-        heapq.heappush(heap, (key, group.version, group))
+        heapq.heappush(heap, (key, group.version, len(self.grants), group))
         group.watching = self._watch_topics(group, key)
         for topic in group.watching:
             self.watchers[topic].add(group)

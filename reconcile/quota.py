@@ -58,7 +58,7 @@ class PoolTerms:
     checks: dict[str, tuple[int, tuple[Check, ...], tuple[Check, ...]]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        most, most_np, checks = {}, {}, {}
+        most, most_np, checks, policy = {}, {}, {}, self.policy
         for key, terms in self.keys.items():
             bound = terms.capacity
             for _, limit in terms.limits:
@@ -67,8 +67,8 @@ class PoolTerms:
             for _, reserved in terms.reserved:
                 bound = min(bound, reserved)
             most_np[key] = bound
-            checks[key] = (terms.capacity, tuple(((self.policy, scope), scope, limit) for scope, limit in terms.limits),
-                           tuple(((self.policy, scope), scope, reserved) for scope, reserved in terms.reserved))
+            checks[key] = (terms.capacity, tuple([((policy, scope), scope, limit) for scope, limit in terms.limits]),
+                           tuple([((policy, scope), scope, reserved) for scope, reserved in terms.reserved]))
         object.__setattr__(self, "most", most)
         object.__setattr__(self, "most_np", most_np)
         object.__setattr__(self, "checks", checks)

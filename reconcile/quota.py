@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from .model import ALL_POOLS, Config, Policy, Pool, Quota  # noqa: F401  (doctest)
 from .quantity import UNMETERED_BY_DEFAULT, Vector, format_quantity
@@ -105,25 +104,25 @@ def pool_terms(policy: Policy, pool: Pool) -> PoolTerms:
 
 
 class TermsCache:
-    """PoolTerms per (policy, pool), built on first use: a pass touches few of the pairs."""
+    """PoolTerms per (policy, pool), built on first use (a pass touches few of the pairs) and kept
+    with the configuration (Config.kept_terms), so later passes on it find them made."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self._get = lru_cache(maxsize=None)(self._build)
-        self._judged: dict[tuple, Ineligible | None] = {}
-        self._connected: dict[tuple[str, str], Connected] = {}
-
-    def _build(self, policy: str, pool: str) -> PoolTerms:
-        return pool_terms(self.config.policy[policy], self.config.pool[pool])
+        self._kept = config.kept_terms
+        self._judged: dict[tuple, Ineligible | None] = {}  # shapes come and go: this pass only
 
     def __call__(self, policy: str, pool: str) -> PoolTerms:
-        return self._get(policy, pool)
+        found = self._kept.get((policy, pool))
+        if found is None:
+            found = self._kept[(policy, pool)] = pool_terms(self.config.policy[policy], self.config.pool[pool])
+        return found
 
     def connected(self, policy: str, profile: str) -> Connected:
         """``connected`` memoised: a queue's requests come in many shapes."""
-        found = self._connected.get((policy, profile))
+        found = self._kept.get(("queue", policy, profile))
         if found is None:
-            found = self._connected[(policy, profile)] = connected(self.config, self, policy, profile)
+            found = self._kept[("queue", policy, profile)] = connected(self.config, self, policy, profile)
         return found
 
     def ineligibility(self, policy: str, pool: str, resources: Vector, preemptible: bool) -> Ineligible | None:

@@ -26,6 +26,8 @@ from __future__ import annotations
 import gc
 import heapq
 from collections import defaultdict
+from collections.abc import Callable
+from operator import attrgetter
 
 from . import lifecycle
 from .borrowing import Allocation
@@ -135,8 +137,9 @@ class _Pass:
                 self.cancellations.append(_decision(request, State.CANCELLED, verdict.reason, verdict.message))
             else:
                 self.rejections.append(_decision(request, State.REJECTED, verdict.reason, verdict.message))
+        in_submission_order = _submission_order(pending)
         for group in groups:
-            group.members.sort(key=by_submission)
+            group.members.sort(key=in_submission_order)
             if group.holder is not None:
                 victims = in_flight[group.holder]
                 self._hold(group, group.members[0].held_pool or victims[0].pool, victims)
@@ -260,3 +263,14 @@ class _Pass:
 
 
 _decision = Decision.of
+_SUBMITTED_AT, _ID = attrgetter("submitted_at"), attrgetter("id")
+
+
+def _submission_order(pending: list[Request]) -> Callable[[Request], object]:
+    """A sort key for R-32.5 (submission, then id) on members listed in ``pending``'s order.
+
+    A stable sort keeps that order among equal submission times, so when ``pending`` lists ids in
+    ascending order (the service loads requests by id) the time alone gives the same order, and
+    compares one value instead of a pair."""
+    ids = list(map(_ID, pending))
+    return _SUBMITTED_AT if ids == sorted(ids) else by_submission

@@ -74,6 +74,39 @@ def borrowed_units(terms: TermsCache, policy: str, live: Iterable[Request | Allo
     return borrowed
 
 
+def borrowing_keys(terms: TermsCache, policy: str, live: Iterable[Request | Allocation]) -> dict[int, set[str]]:
+    """Per live allocation of ``policy`` (by request id), the metered keys it holds borrowed units of.
+
+    A policy with no reservation row borrows every unit of a metered key (§1), in any order: the
+    walk of ``borrowed_units`` is needed only for one that reserves something.
+
+    >>> from datetime import datetime, timezone
+    >>> from reconcile.model import Pool, Quota
+    >>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> config = Config(pools=(Pool("dc", Vector.of(gpu=8)),),
+    ...                 policies=(Policy("ml", quotas=(Quota("dc", "gpu", 4000, 8000),)), Policy("guest")))
+    >>> live = [Request(i, policy, "job", Vector.of(gpu=3, step_run=1), t0, state=State.ALLOCATED, pool="dc",
+    ...                 allocated_at=t0) for i, policy in ((1, "ml"), (2, "ml"), (3, "guest"))]
+    >>> borrowing_keys(TermsCache(config), "ml", live), borrowing_keys(TermsCache(config), "guest", live)
+    ({1: set(), 2: {'gpu'}}, {3: {'gpu'}})
+    """
+    config = terms.config
+    stated = config.policy.get(policy)
+    if stated is not None and any(q.reserved is not None for q in stated.quotas):
+        return {id: {key for key, amount in units.items() if amount}
+                for id, units in borrowed_units(terms, policy, live).items()}
+    metered: dict[str | None, frozenset[str]] = {}  # pool → its metered keys (none if unknown)
+    found = {}
+    for allocation in live:
+        if allocation.policy == policy:
+            keys = metered.get(allocation.pool)
+            if keys is None:
+                pool = config.pool.get(allocation.pool) if stated is not None else None
+                keys = metered[allocation.pool] = frozenset(pool.capacity) if pool is not None else frozenset()
+            found[allocation.id] = keys & allocation.resources.keys()
+    return found
+
+
 def _reservations(config: Config, policy: Policy | None, pool: str | None,
                   ) -> dict[str, tuple[tuple[tuple[str, str], int], ...]]:
     """Per key metered on ``pool``, the policy's reservation rows that apply there (scope the pool

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
-from .borrowing import borrowed_units
+from .borrowing import borrowing_keys
 from .groups import QueueGroup
 from .ledger import Ledger
 from .model import Config, Request, State
@@ -154,8 +154,7 @@ class Preemption:
     def _borrowing(self, policy: str) -> dict[int, set[str]]:
         """Per live allocation of ``policy``, the keys of which it holds borrowed units."""
         if policy not in self.borrowed:
-            units = borrowed_units(self.terms, policy, self.by_policy[policy])
-            self.borrowed[policy] = {id: {key for key, amount in held.items() if amount} for id, held in units.items()}
+            self.borrowed[policy] = borrowing_keys(self.terms, policy, self.by_policy[policy])
         return self.borrowed[policy]
 
     def _evict_for(self, preemptor: Request, group: QueueGroup, pool: str, victims: list[Request]) -> None:

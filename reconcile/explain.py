@@ -27,7 +27,7 @@ from .groups import QueueGroup, Run
 from .ledger import Ledger
 from .model import ALL_POOLS, Request
 from .plan import Waiting
-from .quantity import Vector, format_quantity
+from .quantity import MILLI, Vector, format_quantity
 from .quota import PoolTerms
 from .reasons import SEVERITY, Reason
 
@@ -56,7 +56,8 @@ def explain_waiting(
         place = 0
         for group, members in runs:
             reason, message = judged[id(group)]
-            if enabled and (group.holder is not None or group.preempted):
+            if enabled and (group.holder is not None or group.preempted) \
+                    and not ledger.holds.keys().isdisjoint(map(_ID, members)):
                 for place, request in enumerate(members, place + 1):
                     if request.id in ledger.holds:
                         waiting[request.id] = Waiting(*_preemptor_reason(request.id, group, by_pool[id(group)],
@@ -202,13 +203,16 @@ def _behind_higher_priority(group: QueueGroup, reasons, first_waiter) -> list[tu
 
 def _overall(reasons: list[tuple[str, Reason, str]]) -> tuple[Reason, str]:
     """The most curable pool's code; every pool's sentence, in precedence order."""
-    code = max((reason for _, reason, _ in reasons), key=SEVERITY.__getitem__)
+    if len(reasons) == 1:
+        return reasons[0][1], reasons[0][2]
+    code = max([reason for _, reason, _ in reasons], key=SEVERITY.__getitem__)
     # A "*" quota says the same on every pool: each sentence once.
     return code, "; ".join(dict.fromkeys(message for _, _, message in reasons))
 
 
 def _q(milli: int) -> str:
-    return str(format_quantity(milli))
+    # Whole amounts are most of them: written directly rather than through a Decimal-aware call.
+    return str(milli // MILLI) if milli % MILLI == 0 else str(format_quantity(milli))
 
 
 def _where(scope: str) -> str:

@@ -40,7 +40,7 @@ class Hold(NamedTuple):
     policy: str
     resources: Vector  # the preemptor's demand
     preemptible: bool
-    room: Vector  # what it takes of the pool for others: demand beyond its victims' holdings
+    room: Usage  # what it takes of the pool for others: demand beyond its victims' holdings
 
 
 class Ledger:
@@ -91,8 +91,7 @@ class Ledger:
     def hold(self, request_id: int, policy: str, pool: str, resources: Vector, preemptible: bool,
              victims: Usage) -> None:
         """From now on ``resources`` on ``pool`` count as in use for every other request."""
-        room = Vector({key: amount - victims.get(key, 0) for key, amount in resources.items()
-                       if amount > victims.get(key, 0)})
+        room = {key: amount - victims.get(key, 0) for key, amount in resources.items() if amount > victims.get(key, 0)}
         self._take(Hold(pool, policy, resources, preemptible, room), request_id)
 
     def release_hold(self, request_id: int) -> str | None:

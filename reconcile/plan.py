@@ -26,9 +26,10 @@ class Decision:
     preempted_by: int | None = None
 
     @classmethod
-    def of(cls, request: Request, state: State, reason: Reason, message: str, **extra) -> Decision:
+    def of(cls, request: Request, state: State, reason: Reason, message: str, pool: str | None = None,
+           preempted_by: int | None = None) -> Decision:
         """Move ``request`` from the state it is in now."""
-        return cls(request.id, state, reason, message, from_state=request.state, **extra)
+        return cls(request.id, state, reason, message, request.state, pool, preempted_by)
 
 
 class Waiting(NamedTuple):

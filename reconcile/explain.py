@@ -77,6 +77,7 @@ _WAITING = partial(tuple.__new__, Waiting)  # Waiting(*fields), made in C
 
 
 _ROOM = (Reason.WAITING_FOR_CAPACITY, Reason.BLOCKED_BY_HIGHER_PRIORITY)
+_CAPACITY = Reason.WAITING_FOR_CAPACITY  # read once: an enum member lookup costs more than the test
 _OWN_POLICY = (Reason.WAITING_FOR_RESERVATION, Reason.WAITING_FOR_QUOTA)
 
 
@@ -193,7 +194,7 @@ def _behind_higher_priority(group: QueueGroup, reasons, first_waiter) -> list[tu
     out = []
     for pool, reason, message in reasons:
         ahead = first_waiter.get(pool)
-        if reason == Reason.WAITING_FOR_CAPACITY and ahead is not None and ahead[0] > group.priority:
+        if reason is _CAPACITY and ahead is not None and ahead[0] > group.priority:
             priority, request, policy = ahead
             reason = Reason.BLOCKED_BY_HIGHER_PRIORITY
             message += f"; request {request.id} of policy {policy} (priority {priority}) is served first"

@@ -38,11 +38,16 @@ class State(enum.StrEnum):
 
     @property
     def live(self) -> bool:
-        return self in (State.ALLOCATED, State.PREEMPTING)
+        return self in _LIVE
 
     @property
     def terminal(self) -> bool:
-        return self not in (State.PENDING, State.ALLOCATED, State.PREEMPTING)
+        return self not in _NOT_TERMINAL
+
+
+# Built once: reading members off the enum class costs more than the test itself.
+_LIVE = frozenset((State.ALLOCATED, State.PREEMPTING))
+_NOT_TERMINAL = _LIVE | {State.PENDING}
 
 
 @dataclass(frozen=True, slots=True)

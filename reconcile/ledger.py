@@ -185,10 +185,10 @@ class Ledger:
         return self._breach(terms, resources, request_id, self.policy_used, _RESERVED) is None
 
     def _breach(self, terms: PoolTerms, resources: Vector, request_id: int | None, usage_of, bounds: int):
-        if request_id in self.holds:
-            with self.as_seen_by(request_id):
-                return _first_breach(terms, resources, usage_of, bounds)
-        return _first_breach(terms, resources, usage_of, bounds)
+        if request_id is None or request_id not in self.holds:
+            return _first_breach(terms, resources, usage_of, bounds)
+        with self.as_seen_by(request_id):
+            return _first_breach(terms, resources, usage_of, bounds)
 
 
 _LIMITS, _RESERVED = 1, 2  # where PoolTerms.checks keeps each kind of bound

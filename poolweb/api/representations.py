@@ -4,6 +4,7 @@ without pulling in DRF's views."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from decimal import Decimal
 
 from drf_spectacular.types import OpenApiTypes
@@ -40,9 +41,33 @@ class RequestSerializer(serializers.ModelSerializer):
         """1-based place in the R-32 order on its most preferred pool; null unless pending."""
         return row.position if row.state == State.PENDING.value else None
 
+    def to_representation(self, row: RequestRow) -> dict:
+        return request_data(row)
+
 
 def request_data(row: RequestRow) -> dict:
-    return RequestSerializer(row).data
+    """The request object, as RequestSerializer's fields would render it (a test holds them
+    equal), written out: DRF's generic walk costs about a millisecond a row, and one pass can
+    announce ten thousand requests."""
+    return {
+        "id": row.pk, "name": row.name, "policy": row.policy, "profile": row.profile,
+        "owner": row.owner.username, "resources": ResourcesField().to_representation(row.resources),
+        "preemptible": row.preemptible, "max_retries": row.max_retries, "attempt": row.attempt,
+        "state": row.state, "reason": row.reason, "message": row.message, "pool": row.pool,
+        "position": row.position if row.state == State.PENDING.value else None,
+        "preempted_by": row.preempted_by, "labels": {key: str(value) for key, value in row.labels.items()},
+        "submitted_at": _moment(row.submitted_at), "allocated_at": _moment(row.allocated_at),
+        "finished_at": _moment(row.finished_at), "lease_expires_at": _moment(row.lease_expires_at),
+        "lease_seconds": row.lease_seconds, "queue_pool": row.queue_pool,
+    }
+
+
+def _moment(value: datetime | None) -> str | None:
+    """As DRF writes a datetime with TIME_ZONE UTC: ISO 8601, ``Z`` for +00:00."""
+    if value is None:
+        return None
+    text = value.astimezone(timezone.utc).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _number(value: int | Decimal) -> int | float:

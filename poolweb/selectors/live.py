@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from django.db.models import Count, F, QuerySet
@@ -72,19 +72,22 @@ def is_pool_name(name: str) -> bool:
     return NAME_PATTERN.fullmatch(name) is not None
 
 
-def pool_states() -> list[PoolState]:
-    """Every pool of the live configuration, in configuration order."""
+def pool_states(names: Collection[str] | None = None) -> list[PoolState]:
+    """Every pool of the live configuration (or those of ``names``), in configuration order."""
     config = live_config()
-    live = list(RequestRow.objects.filter(state__in=LIVE_STATES).values_list("pool", "resources"))
-    held_rows = (RequestRow.objects.filter(state=PENDING, held_pool__isnull=False)
-                 .values_list("held_pool", "resources"))
-    pending = dict(RequestRow.objects.filter(state=PENDING, queue_pool__isnull=False).order_by()
-                   .values("queue_pool").annotate(n=Count("id")).values_list("queue_pool", "n"))
+    live_rows = RequestRow.objects.filter(state__in=LIVE_STATES)
+    held_rows = RequestRow.objects.filter(state=PENDING, held_pool__isnull=False)
+    pending_rows = RequestRow.objects.filter(state=PENDING, queue_pool__isnull=False)
+    if names is not None:
+        live_rows, held_rows = live_rows.filter(pool__in=names), held_rows.filter(held_pool__in=names)
+        pending_rows = pending_rows.filter(queue_pool__in=names)
+    live = list(live_rows.values_list("pool", "resources"))
+    pending = dict(pending_rows.order_by().values("queue_pool").annotate(n=Count("id")).values_list("queue_pool", "n"))
     used, running = _sum_by_pool(live), Counter(pool for pool, _ in live)
-    held = _sum_by_pool(held_rows)
+    held = _sum_by_pool(held_rows.values_list("held_pool", "resources"))
     return [_pool_state(pool.name, pool.description, dict(pool.capacity), used.get(pool.name, {}),
                         held.get(pool.name, {}), pending.get(pool.name, 0), running[pool.name])
-            for pool in config.pools]
+            for pool in config.pools if names is None or pool.name in names]
 
 
 def _pool_state(name: str, description: str, capacity: Amounts, used: Amounts, held: Amounts,
@@ -123,12 +126,15 @@ def pool_queue(name: str) -> QuerySet[RequestRow]:
             .order_by(F("position").asc(nulls_last=True), "id"))
 
 
-def policy_states() -> list[PolicyState]:
-    """Every policy of the live configuration, in configuration order, with its usage rows
-    (reconcile.report: one per scope and key with a quota row or live usage)."""
+def policy_states(names: Collection[str] | None = None) -> list[PolicyState]:
+    """Every policy of the live configuration (or those of ``names``), in configuration order,
+    with its usage rows (reconcile.report: one per scope and key with a quota row or live usage)."""
     config = live_config()
-    live = [to_engine(row) for row in RequestRow.objects.filter(state__in=LIVE_STATES).values(*SNAPSHOT_FIELDS)]
-    pending = _pending_by_policy_and_pool()
+    live_rows = RequestRow.objects.filter(state__in=LIVE_STATES)
+    if names is not None:
+        live_rows = live_rows.filter(policy__in=names)
+    live = [to_engine(row) for row in live_rows.values(*SNAPSHOT_FIELDS)]
+    pending = _pending_by_policy_and_pool(names)
     running: Counter[tuple[str, str]] = Counter()
     for request in live:
         running[(request.policy, request.pool)] += 1
@@ -141,13 +147,16 @@ def policy_states() -> list[PolicyState]:
     return [PolicyState(policy.name, policy.description, policy.group, policy.priority,
                         pending[(policy.name, ALL_POOLS)], running[(policy.name, ALL_POOLS)],
                         tuple(rows_of[policy.name]))
-            for policy in config.policies]
+            for policy in config.policies if names is None or policy.name in names]
 
 
-def _pending_by_policy_and_pool() -> Counter[tuple[str, str]]:
+def _pending_by_policy_and_pool(names: Collection[str] | None) -> Counter[tuple[str, str]]:
     """(policy, queue pool) → pending count, and (policy, "*") → all the policy's pending."""
     counts: Counter[tuple[str, str]] = Counter()
-    grouped = (RequestRow.objects.filter(state=PENDING).order_by().values("policy", "queue_pool")
+    rows = RequestRow.objects.filter(state=PENDING)
+    if names is not None:
+        rows = rows.filter(policy__in=names)
+    grouped = (rows.order_by().values("policy", "queue_pool")
                .annotate(n=Count("id")).values_list("policy", "queue_pool", "n"))
     for policy, pool, n in grouped:
         counts[(policy, ALL_POOLS)] += n

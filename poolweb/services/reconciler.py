@@ -13,12 +13,14 @@ provisions (R-57) from changing the configuration under a pass.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from poolweb.models import PassRecord, Request as RequestRow
@@ -56,7 +58,7 @@ def reconcile_pass(*, now: datetime | None = None, dry_run: bool = False, trigge
     """Decide and apply one pass. With ``dry_run`` nothing is written."""
     started = time.perf_counter()
     now = now or timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(), _collector_paused():
         site_state(for_update=True)
         snapshot, stored = load_pass_input(now)
         decided = plan(snapshot)
@@ -67,18 +69,51 @@ def reconcile_pass(*, now: datetime | None = None, dry_run: bool = False, trigge
     return result
 
 
+@contextmanager
+def _collector_paused():
+    """A pass makes 10^5 small objects that all live until it ends: the cyclic collector would
+    walk them again and again (a third of the snapshot's load time) and find nothing."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def apply_plan(snapshot: Snapshot, stored: dict[int, tuple], decided: Plan) -> Writes:
     """Write ``decided`` and its events; what was written comes back."""
     writes = planned_writes(snapshot, stored, decided)
     _drop_conflicts(writes)
-    by_names: dict[tuple[str, ...], list[RequestRow]] = defaultdict(list)
-    for request_id, fields in writes.fields.items():
-        by_names[tuple(sorted(fields))].append(RequestRow(pk=request_id, **fields))
-    for names, rows in by_names.items():
-        RequestRow.objects.bulk_update(rows, names, batch_size=500)
+    _update_rows(writes.fields)
     events.publish_requests(writes.announced & writes.fields.keys())
     events.publish_live(writes.pools, writes.policies)
     return writes
+
+
+def _update_rows(fields_by_id: dict[int, dict]) -> None:
+    """One UPDATE statement per set of changed columns, run for all its rows (``executemany``).
+    Django's ``bulk_update`` builds a CASE per column per row: about 1.5 ms a row, and a pass
+    over fresh submissions writes ten thousand."""
+    by_names: dict[tuple[str, ...], list[tuple[int, dict]]] = defaultdict(list)
+    for request_id, fields in fields_by_id.items():
+        by_names[tuple(sorted(fields))].append((request_id, fields))
+    quote = connection.ops.quote_name
+    meta = RequestRow._meta
+    with connection.cursor() as cursor:
+        for names, rows in by_names.items():
+            columns = [meta.get_field(name) for name in names]
+            assignments = ", ".join(f"{quote(column.column)} = %s" for column in columns)
+            cursor.executemany(
+                f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s",
+                [[_prepared(column, fields[column.name]) for column in columns] + [request_id]
+                 for request_id, fields in rows])
+
+
+def _prepared(column, value):
+    # Text, numbers and NULL go to every driver as they are; datetimes need the backend's form.
+    return value if value is None or isinstance(value, (str, int)) else column.get_db_prep_save(value, connection)
 
 
 def planned_writes(snapshot: Snapshot, stored: dict[int, tuple], decided: Plan) -> Writes:

@@ -43,21 +43,18 @@ def start(*command: str, **extra: str) -> subprocess.Popen:
 
 
 def stop(process: subprocess.Popen, signum: int = signal.SIGTERM, timeout: float = 15) -> str:
-    """Signal the whole group, wait, SIGKILL what is left; the output so far."""
-    for sig in (signum, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            process.wait(timeout=timeout)
-            break
-        except subprocess.TimeoutExpired:
-            continue
+    """``signum`` to the leader (qcluster stops its own pool; signalled under it, the pool can
+    leave it waiting on a lock), then SIGKILL to whatever is left of the group; the output."""
     try:
-        os.killpg(process.pid, signal.SIGKILL)  # the group may outlive its leader
+        process.send_signal(signum)
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    process.wait()
     return process.stdout.read().decode(errors="replace") if process.stdout else ""
 
 

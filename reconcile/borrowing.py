@@ -110,8 +110,8 @@ def borrowing_keys(terms: TermsCache, policy: str, live: Iterable[Request | Allo
 def _reservations(config: Config, policy: Policy | None, pool: str | None,
                   ) -> dict[str, tuple[tuple[tuple[str, str], int], ...]]:
     """Per key metered on ``pool``, the policy's reservation rows that apply there (scope the pool
-    or ``*``, as in quota.pool_terms). None at all means a reservation of 0 on the pool itself, which only
-    this pool's allocations of the policy could consume and every one of their units exceeds."""
+    or ``*``, as in quota.pool_terms). No row means a reservation of 0 on the pool itself, which
+    only this pool's allocations of the policy consume and every one of their units exceeds."""
     found = config.pool.get(pool) if pool is not None else None
     if found is None or policy is None:
         return {}

@@ -20,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from poolweb.api.reads import CatchUpOnRead
 from poolweb.api.representations import LivePoolSerializer, PolicyStateSerializer, QuantitiesField
 from poolweb.selectors.live import NAME_PATTERN, live_pool_exists, policy_states, pool_queue, pool_states
 
@@ -59,14 +60,14 @@ POOL_NAME = OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH, pa
                              description="A pool of the live configuration.")
 
 
-class PoolListView(APIView):
+class PoolListView(CatchUpOnRead, APIView):
     @extend_schema(operation_id="pools_list", tags=["live"],
                    responses={200: LivePoolSerializer(many=True), 401: LiveErrorSerializer})
     def get(self, request: Request) -> Response:
         return Response(LivePoolSerializer(pool_states(), many=True).data)
 
 
-class PoolQueueView(ListAPIView):
+class PoolQueueView(CatchUpOnRead, ListAPIView):
     serializer_class = QueueEntrySerializer
 
     def get_queryset(self):
@@ -85,7 +86,7 @@ class PoolQueueView(ListAPIView):
         return super().get(request, *args, **kwargs)
 
 
-class PolicyListView(APIView):
+class PolicyListView(CatchUpOnRead, APIView):
     @extend_schema(operation_id="policies_list", tags=["live"],
                    responses={200: PolicyStateSerializer(many=True), 401: LiveErrorSerializer})
     def get(self, request: Request) -> Response:

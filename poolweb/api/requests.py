@@ -23,6 +23,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from poolweb.api.errors import DetailSchema, ErrorsSchema, bad_request
+from poolweb.api.reads import CatchUpOnRead
 from poolweb.api.representations import RequestSerializer, request_data
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import RequestFilters, request_get, request_list
@@ -110,7 +111,7 @@ def read_filters(params) -> RequestFilters:
 
 # --- views -----------------------------------------------------------------------------------------
 
-class RequestCollectionView(GenericAPIView):
+class RequestCollectionView(CatchUpOnRead, GenericAPIView):
     serializer_class = RequestSerializer
     queryset = RequestRow.objects.none()  # for the schema; reads go through the selector
 
@@ -137,7 +138,7 @@ class RequestCollectionView(GenericAPIView):
                         headers=headers)
 
 
-class RequestView(APIView):
+class RequestView(CatchUpOnRead, APIView):
     @extend_schema(tags=[TAG], operation_id="requests_retrieve", parameters=[ID],
                    responses={200: RequestSerializer, 404: NOT_FOUND})
     def get(self, request, id: int):

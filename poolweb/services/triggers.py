@@ -8,6 +8,12 @@ committed during a pass queues exactly one more. A burst of 1,000 submissions gi
 passes. If a task is lost (a worker killed before it ran), the flag would stay up and block
 further triggers; the periodic pass lowers it, so nothing waits longer than one period.
 
+Time-driven decisions (a lease running out, R-50; an eviction grace ending, R-44) need a pass
+at the right moment, not only the periodic one (django-q2's scheduler looks every 30 s, so the
+minute can stretch to 90 s). Two things bring it closer: after each pass a one-off schedule is
+armed at the next deadline, and a read of the live state that finds a deadline passed asks for
+a pass (``reconcile_if_overdue``), so a client polling sees the expiry within a pass.
+
 ``POOLWEB_PASSES=inline`` runs the task's function in the caller's process instead (the tests,
 and a deployment that wants no worker).
 """
@@ -15,22 +21,27 @@ and a deployment that wants no worker).
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Min, Q
 from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
-from poolweb.models import PassRecord, PassWanted
+from poolweb.models import PassRecord, PassWanted, Request as RequestRow
 from poolweb.services import events
 from poolweb.services.reconciler import PassResult, reconcile_pass
+from reconcile import State
 
 log = logging.getLogger(__name__)
 
 TASK = "poolweb.services.triggers.run_wanted_pass"
 PERIODIC_TASK = "poolweb.services.triggers.run_periodic_pass"
+DEADLINE = "reconcile at the next deadline"
+LIVE = (State.ALLOCATED.value, State.PREEMPTING.value)
+PREEMPTING = State.PREEMPTING.value
 
 
 def reconcile_soon(trigger: str = "change") -> None:
@@ -41,9 +52,42 @@ def reconcile_soon(trigger: str = "change") -> None:
 
 
 def run_wanted_pass(trigger: str = "change") -> PassResult:
-    """The queued task: lower the flag, then pass."""
+    """The queued task: lower the flag, then pass; then arm the next deadline."""
     PassWanted.objects.filter(pk=1, wanted=True).update(wanted=False, since=None)
-    return reconcile_pass(trigger=trigger)
+    result = reconcile_pass(trigger=trigger)
+    if settings.POOLWEB["PASSES"] == "worker":
+        _arm_deadline()
+    return result
+
+
+def reconcile_if_overdue() -> None:
+    """Ask for a pass if a lease has run out or an eviction grace is over (one indexed query)."""
+    now = timezone.now()
+    grace = timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
+    overdue = RequestRow.objects.filter(
+        Q(state__in=LIVE, lease_expires_at__lte=now) | Q(state=PREEMPTING, preempted_at__lte=now - grace))
+    if overdue.exists():
+        reconcile_soon("overdue")
+
+
+def next_deadline() -> datetime | None:
+    """When the earliest live lease runs out or the earliest eviction grace ends."""
+    grace = timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
+    found = RequestRow.objects.filter(state__in=LIVE).aggregate(
+        lease=Min("lease_expires_at"), preempted=Min("preempted_at", filter=Q(state=PREEMPTING)))
+    moments = [found["lease"], found["preempted"] and found["preempted"] + grace]
+    return min((m for m in moments if m is not None), default=None)
+
+
+def _arm_deadline() -> None:
+    deadline = next_deadline()
+    if deadline is None:
+        Schedule.objects.filter(name=DEADLINE).delete()
+        return
+    armed = Schedule.objects.filter(name=DEADLINE, repeats=1).values_list("next_run", flat=True).first()
+    if armed != deadline:
+        Schedule.objects.update_or_create(name=DEADLINE, defaults={
+            "func": TASK, "args": "'deadline'", "schedule_type": Schedule.ONCE, "next_run": deadline, "repeats": 1})
 
 
 def run_periodic_pass() -> PassResult:

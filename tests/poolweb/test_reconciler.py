@@ -16,7 +16,7 @@ from poolweb.models import Event, PassRecord, PassWanted, Request as RequestRow
 from poolweb.services import events, reconciler, requests as request_services, triggers
 from poolweb.services.reconciler import reconcile_pass
 
-from .conftest import request_row
+from .conftest import client_for, request_row
 
 pytestmark = pytest.mark.django_db
 
@@ -223,3 +223,35 @@ def test_the_command_applies_one_pass(provisioned, bob):
 def test_the_command_refuses_what_it_does_not_do(db, args):
     with pytest.raises(CommandError):
         reconcile_command(*args)
+
+
+# --- deadlines -------------------------------------------------------------------------------------
+
+def test_a_read_that_finds_a_lease_run_out_sees_it_expired(provisioned, bob):
+    holder = request_row(bob, "dev", "4xgpu", 4, state="allocated", pool="h100")
+    RequestRow.objects.filter(pk=holder.pk).update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+
+    shown = client_for(bob).get(f"/api/v1/requests/{holder.pk}").json()
+
+    assert (shown["state"], shown["reason"]) == ("expired", "LeaseExpired")
+
+
+def test_a_read_with_nothing_overdue_asks_for_no_pass(provisioned, bob):
+    request_row(bob, "dev", "4xgpu", 4, state="allocated", pool="h100")
+    client_for(bob).get("/api/v1/pools")
+    assert not PassRecord.objects.exists()
+
+
+def test_after_a_pass_the_worker_is_due_back_at_the_next_deadline(provisioned, bob, settings, passes_by_worker):
+    settings.POOLWEB = {**settings.POOLWEB, "EVICTION_GRACE_SECONDS": 30}
+    now = timezone.now()
+    soon, later = request_row(bob, "dev", "half", 0.5, state="allocated", pool="a100"), request_row(
+        bob, "dev", "half", 0.5, state="preempting", pool="a100")
+    RequestRow.objects.filter(pk=soon.pk).update(lease_expires_at=now + dt.timedelta(seconds=50))
+    RequestRow.objects.filter(pk=later.pk).update(preempted_at=now, lease_expires_at=now + dt.timedelta(hours=1))
+
+    triggers.run_wanted_pass()
+
+    armed = Schedule.objects.get(name=triggers.DEADLINE)
+    assert (armed.func, armed.schedule_type, armed.repeats) == (triggers.TASK, Schedule.ONCE, 1)
+    assert armed.next_run == now + dt.timedelta(seconds=30)  # the grace ends before the lease

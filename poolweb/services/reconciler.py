@@ -101,19 +101,24 @@ def _update_rows(fields_by_id: dict[int, dict]) -> None:
         by_names[tuple(sorted(fields))].append((request_id, fields))
     quote = connection.ops.quote_name
     meta = RequestRow._meta
+    prepared: dict[tuple[str, object], object] = {}  # a pass writes one `now` to thousands of rows
+
+    def prepare(column, value):
+        # Text, numbers and NULL go to every driver as they are; datetimes need the backend's form.
+        if value is None or isinstance(value, (str, int)):
+            return value
+        if (column.name, value) not in prepared:
+            prepared[(column.name, value)] = column.get_db_prep_save(value, connection)
+        return prepared[(column.name, value)]
+
     with connection.cursor() as cursor:
         for names, rows in by_names.items():
             columns = [meta.get_field(name) for name in names]
             assignments = ", ".join(f"{quote(column.column)} = %s" for column in columns)
             cursor.executemany(
                 f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s",
-                [[_prepared(column, fields[column.name]) for column in columns] + [request_id]
+                [[prepare(column, fields[column.name]) for column in columns] + [request_id]
                  for request_id, fields in rows])
-
-
-def _prepared(column, value):
-    # Text, numbers and NULL go to every driver as they are; datetimes need the backend's form.
-    return value if value is None or isinstance(value, (str, int)) else column.get_db_prep_save(value, connection)
 
 
 def planned_writes(snapshot: Snapshot, stored: dict[int, tuple], decided: Plan) -> Writes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone as dt_timezone
 
 from django.conf import settings
@@ -13,6 +14,7 @@ from reconcile import Config, Reason, Request, Snapshot, State, Vector
 from reconcile.document import parse_document
 
 PENDING = State.PENDING.value
+CHUNK = 2000  # values per IN (…): below every database's limit of bound parameters
 LIVE_OR_PENDING = (PENDING, State.ALLOCATED.value, State.PREEMPTING.value)
 
 
@@ -84,14 +86,14 @@ def load_pass_input(now: datetime) -> tuple[Snapshot, dict[int, tuple]]:
     for row in _pass_rows():
         resources = vectors.get(row[3]) if isinstance(row[3], str) else None
         if resources is None:
-            resources = Vector(_json(row[3]))
+            resources = Vector(decoded(row[3]))
             if isinstance(row[3], str):
                 vectors[row[3]] = resources
         request = Request(
             id=row[0], policy=row[1], profile=row[2], resources=resources,
-            submitted_at=_moment(row[4]), state=State(row[5]), preemptible=bool(row[6]), max_retries=row[7],
-            attempt=row[8], pool=row[9], allocated_at=_moment(row[10]), lease_seconds=row[11],
-            lease_expires_at=_moment(row[12]), preempted_by=row[13], preempted_at=_moment(row[14]),
+            submitted_at=moment(row[4]), state=State(row[5]), preemptible=bool(row[6]), max_retries=row[7],
+            attempt=row[8], pool=row[9], allocated_at=moment(row[10]), lease_seconds=row[11],
+            lease_expires_at=moment(row[12]), preempted_by=row[13], preempted_at=moment(row[14]),
             reason=Reason(row[15]), held_pool=row[16])
         requests.append(request)
         if row[5] == PENDING:
@@ -104,22 +106,33 @@ def load_pass_input(now: datetime) -> tuple[Snapshot, dict[int, tuple]]:
 
 
 def _pass_rows() -> list[tuple]:
-    """``SNAPSHOT_FIELDS`` then ``WAITING_FIELDS`` of every non-terminal request, by one plain
-    query: at 10^4 rows Django's per-value converters cost several times the query itself."""
+    """``SNAPSHOT_FIELDS`` then ``WAITING_FIELDS`` of every non-terminal request."""
+    return request_rows((*SNAPSHOT_FIELDS, *WAITING_FIELDS), "state", LIVE_OR_PENDING)
+
+
+def request_rows(fields: Sequence[str], column: str, values: Sequence) -> list[tuple]:
+    """``fields`` of the requests whose ``column`` is one of ``values``, by one plain query each
+    2,000 values: at 10^4 rows Django's per-value converters cost several times the query. The
+    values come as the driver gives them: see ``moment`` and ``decoded``."""
     meta, quote = RequestRow._meta, connection.ops.quote_name
-    columns = ", ".join(quote(meta.get_field(name).column) for name in (*SNAPSHOT_FIELDS, *WAITING_FIELDS))
+    columns = ", ".join(quote(meta.get_field(name).column) for name in fields)
+    rows: list[tuple] = []
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote('state')} IN (%s, %s, %s)",
-                       LIVE_OR_PENDING)
-        return cursor.fetchall()
+        for start in range(0, len(values), CHUNK):
+            part = values[start:start + CHUNK]
+            cursor.execute(f"SELECT {columns} FROM {quote(meta.db_table)} "
+                           f"WHERE {quote(meta.get_field(column).column)} IN ({', '.join(['%s'] * len(part))})", part)
+            rows += cursor.fetchall()
+    return rows
 
 
-def _moment(value: datetime | None) -> datetime | None:
+def moment(value: datetime | None) -> datetime | None:
     """PostgreSQL gives aware datetimes; SQLite the naive UTC that Django stored."""
     if value is None or value.tzinfo is not None:
         return value
     return value.replace(tzinfo=dt_timezone.utc)
 
 
-def _json(value: str | dict) -> dict:
+def decoded(value: str | dict | None) -> dict | None:
+    """A JSON column: text on SQLite, and on PostgreSQL as Django's driver set-up leaves it."""
     return json.loads(value) if isinstance(value, str) else value

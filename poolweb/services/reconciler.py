@@ -126,7 +126,9 @@ def planned_writes(snapshot: Snapshot, stored: dict[int, tuple], decided: Plan) 
     writes = Writes()
     for decision in decided.decisions():
         request = requests[decision.request_id]
-        writes.expected[decision.request_id] = decision.from_state.value
+        # A request evicted and granted again in one pass has two decisions: the row must be in
+        # the first one's state, and their fields apply in order.
+        writes.expected.setdefault(decision.request_id, decision.from_state.value)
         fields = writes.fields.setdefault(decision.request_id, {})
         fields.update(_decision_fields(decision, decided.now, request))
         writes.announced.add(decision.request_id)

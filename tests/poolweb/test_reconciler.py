@@ -15,6 +15,8 @@ from django_q.models import OrmQ, Schedule
 from poolweb.models import Event, PassRecord, PassWanted, Request as RequestRow
 from poolweb.services import events, reconciler, requests as request_services, triggers
 from poolweb.services.reconciler import reconcile_pass
+from poolweb.services.state import load_snapshot
+from reconcile.invariants import check_state
 
 from .conftest import client_for, request_row
 
@@ -255,3 +257,25 @@ def test_after_a_pass_the_worker_is_due_back_at_the_next_deadline(provisioned, b
     armed = Schedule.objects.get(name=triggers.DEADLINE)
     assert (armed.func, armed.schedule_type, armed.repeats) == (triggers.TASK, Schedule.ONCE, 1)
     assert armed.next_run == now + dt.timedelta(seconds=30)  # the grace ends before the lease
+
+
+def test_a_victim_evicted_and_granted_elsewhere_in_one_pass_moves_once(provisioned, alice, bob):
+    """Found running the service: the eviction (preempting → pending) and the new grant
+    (pending → allocated) of one request in one pass were checked against the second decision's
+    state, so both were dropped as conflicts while the preemptor took the victim's room: 12 gpu
+    on a pool of 8."""
+    request_row(bob, "dev", "4xgpu", 4, state="allocated", pool="h100")
+    victim = request_row(bob, "dev", "4xgpu", 4, state="preempting", pool="h100")
+    preemptor = request_row(alice, "research", "4xgpu", 4)
+    RequestRow.objects.filter(pk=victim.pk).update(
+        max_retries=1, preempted_by=preemptor.pk, preempted_at=timezone.now() - dt.timedelta(hours=1))
+    RequestRow.objects.filter(pk=preemptor.pk).update(held_pool="h100", reason="WaitingForPreemption")
+
+    result = reconcile_pass()
+
+    victim.refresh_from_db()
+    preemptor.refresh_from_db()
+    assert result.conflicts == 0
+    assert (preemptor.state, preemptor.pool) == ("allocated", "h100")
+    assert (victim.state, victim.pool, victim.attempt, victim.preempted_at) == ("allocated", "a100", 2, None)
+    assert check_state(load_snapshot(timezone.now())) == []

@@ -30,6 +30,7 @@ from reconcile import Decision, Plan, Request, Snapshot, State, plan
 
 COUNTED = ("grants", "preemptions", "evictions", "expiries", "rejections", "cancellations")
 CHUNK = 2000  # ids per locking query: below every database's limit of bound parameters
+NOTHING_STORED = (None,) * len(WAITING_FIELDS)  # the wait of a request that was live at the load
 
 
 @dataclass
@@ -132,11 +133,11 @@ def planned_writes(snapshot: Snapshot, stored: dict[int, tuple], decided: Plan) 
         fields = writes.fields.setdefault(decision.request_id, {})
         fields.update(_decision_fields(decision, decided.now, request))
         writes.announced.add(decision.request_id)
-        writes.pools.update(p for p in (decision.pool, request.pool, stored.get(request.id, (None,) * 4)[3]) if p)
+        writes.pools.update(p for p in (decision.pool, request.pool, stored.get(request.id, NOTHING_STORED)[3]) if p)
         writes.policies.add(request.policy)
     for request_id, waiting in decided.waiting.items():
         # A request re-queued by this very pass was stored live: nothing of its wait is.
-        before = stored.get(request_id, (None,) * len(WAITING_FIELDS))
+        before = stored.get(request_id, NOTHING_STORED)
         after = (waiting.reason.value, waiting.message, waiting.position, waiting.pool)
         if before == after:
             continue
@@ -162,7 +163,7 @@ def _drop_conflicts(writes: Writes) -> None:
                 writes.conflicts += 1
     now = timezone.now()
     for fields in writes.fields.values():
-        fields["updated_at"] = now  # bulk_update skips auto_now
+        fields["updated_at"] = now  # a plain UPDATE skips auto_now
 
 
 def _decision_fields(decision: Decision, now: datetime, request: Request) -> dict:

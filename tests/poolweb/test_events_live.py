@@ -9,7 +9,6 @@ The server reads the same test database: the test's DATABASE_URL with the test d
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -18,26 +17,19 @@ from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from websockets.sync.client import ClientConnection, connect
 
 from poolweb.api.auth import token_create
 from poolweb.realtime.outbox import newest_seq
 from poolweb.services.events import POOL_UPDATED, REQUEST_UPDATED, publish
 
+from . import processes
+
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 START_TIMEOUT = 30.0  # seconds for daphne to listen; Django's start-up is most of it
 RECEIVE_TIMEOUT = 5.0
-
-
-def database_url() -> str:
-    """The URL of the database this test runs on, for the server process."""
-    db = connection.settings_dict
-    if connection.vendor == "sqlite":
-        return f"sqlite:///{db['NAME']}"
-    credentials = db["USER"] + (f":{db['PASSWORD']}" if db["PASSWORD"] else "")
-    return f"postgres://{credentials}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def free_port() -> int:
@@ -64,9 +56,8 @@ def server_url(transactional_db, tmp_path) -> Iterator[str]:
     """A daphne process serving the application on a free port; stopped before the database
     is flushed (PostgreSQL cannot drop a database a server is still connected to)."""
     port = free_port()
-    environment = {**os.environ, "DATABASE_URL": database_url(), "POOLWEB_DATA_DIR": str(tmp_path),
-                   "POOLWEB_SECRET_KEY": settings.SECRET_KEY, "POOLWEB_EVENT_POLL_MS": "20",
-                   "DJANGO_SETTINGS_MODULE": "poolweb.settings", "PYTHONUNBUFFERED": "1"}
+    environment = processes.environment(POOLWEB_DATA_DIR=str(tmp_path), POOLWEB_SECRET_KEY=settings.SECRET_KEY,
+                                        POOLWEB_EVENT_POLL_MS="20")
     server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                                "poolweb.asgi:application"], cwd=settings.BASE_DIR, env=environment,
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

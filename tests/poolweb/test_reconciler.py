@@ -279,3 +279,12 @@ def test_a_victim_evicted_and_granted_elsewhere_in_one_pass_moves_once(provision
     assert (preemptor.state, preemptor.pool) == ("allocated", "h100")
     assert (victim.state, victim.pool, victim.attempt, victim.preempted_at) == ("allocated", "a100", 2, None)
     assert check_state(load_snapshot(timezone.now())) == []
+
+
+def test_admins_read_the_record_of_passes(provisioned, bob, alice, client):
+    request_row(bob, "dev", "half", 0.5)
+    reconcile_pass(trigger="test")
+    client.force_login(alice)
+    page = client.get("/admin/poolweb/passrecord/")
+    assert page.status_code == 200 and b"test" in page.content
+    assert client.get("/admin/poolweb/passrecord/add/").status_code == 403

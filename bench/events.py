@@ -21,15 +21,14 @@ import os
 import random
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent / "results.json"
+from bench.results import merge_runtime, percentile
+
 ROOT = Path(__file__).resolve().parent.parent
 POLL_MS = int(os.environ.get("POOLWEB_EVENT_POLL_MS", "50"))
 SAMPLES = 300
@@ -61,7 +60,7 @@ def main() -> None:
         server.wait(timeout=10)
         shutil.rmtree(data_dir, ignore_errors=True)
     print_table(figures)
-    write_results(figures)
+    merge_runtime(figures, "events_measured_at")
 
 
 def prepare_database() -> str:
@@ -174,10 +173,6 @@ def drain(clients) -> None:
                 break
 
 
-def percentile(values: list[float], p: int) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[p - 1] if p < 100 else max(values)
-
-
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -210,16 +205,6 @@ def print_table(figures: dict[str, float]) -> None:
     verdict = "meets" if figures["event_latency_p95_ms"] <= TARGET_P95_MS else "MISSES"
     print(f"p95 {figures['event_latency_p95_ms']:.1f} ms {verdict} the target of {TARGET_P95_MS:.0f} ms"
           f" ({SAMPLES} events; max {figures['event_latency_max_ms']:.1f} ms)")
-
-
-def write_results(figures: dict[str, float]) -> None:
-    """Merge the runtime section into results.json; other sections and keys are kept."""
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    runtime = results.get("runtime", {})
-    runtime.update({key: round(value, 3) for key, value in figures.items()})
-    runtime["events_measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    results["runtime"] = runtime
-    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":

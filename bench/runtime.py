@@ -29,11 +29,11 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager, suppress
-from datetime import datetime, timezone
 from pathlib import Path
 
+from bench.results import merge_runtime, percentile
+
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).with_name("results.json")
 POSTGRES = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432")
 SUBMISSIONS = 200
 PASS_REPEAT = 3
@@ -49,7 +49,7 @@ def main() -> None:
         found = child("pass", database_url=url) if url else {}
         figures.update({f"{k}_postgres": v for k, v in found.items()})
     report(figures)
-    write_results(figures)
+    merge_runtime(figures, "service_measured_at")
 
 
 def child(part: str, *, sqlite: bool = False, database_url: str = "") -> dict[str, float]:
@@ -113,16 +113,6 @@ def report(figures: dict[str, float | None]) -> None:
         print(f"{label:<40}{shown:>10}{'' if target is None else f'<= {target}':>10}  {verdict}")
 
 
-def write_results(figures: dict[str, float | None]) -> None:
-    """Merge into the runtime section of results.json; other sections and keys are kept."""
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    runtime = results.get("runtime", {})
-    runtime.update({k: (None if v is None else round(v, 3)) for k, v in figures.items()})
-    runtime["service_measured_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    results["runtime"] = runtime
-    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-
-
 # --- the children ---------------------------------------------------------------------------------
 
 def setup_database():
@@ -132,11 +122,6 @@ def setup_database():
     from django.contrib.auth.models import User
 
     return User.objects.create_user("bench", is_staff=True)
-
-
-def percentile(values: list[float], p: int) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def latency_part() -> dict[str, float]:

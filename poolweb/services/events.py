@@ -81,8 +81,8 @@ def prune(older_than: datetime, keep: int) -> int:
 
 
 def _write(events: list[tuple[str, int | None, dict]]) -> None:
-    """Insert ``(type, owner_id, data)`` rows with one statement run for all (``executemany``):
-    model instances and ``bulk_create`` cost more than the insert itself at 10^4 rows."""
+    """Insert ``(type, owner_id, data)`` rows, 500 to a statement: model instances and
+    ``bulk_create`` cost more than the insert itself at 10^4 rows."""
     if not events:
         return
     if not transaction.get_connection().in_atomic_block:
@@ -94,8 +94,10 @@ def _write(events: list[tuple[str, int | None, dict]]) -> None:
     columns = [meta.get_field(name) for name in ("type", "owner", "data", "created_at")]
     now = columns[3].get_db_prep_save(timezone.now(), connection)
     encode = columns[2].get_db_prep_save
+    rows = [(type, owner_id, encode(data, connection), now) for type, owner_id, data in events]
     with connection.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(c.column) for c in columns)}) "
-            "VALUES (%s, %s, %s, %s)",
-            [(type, owner_id, encode(data, connection), now) for type, owner_id, data in events])
+        for start in range(0, len(rows), 500):
+            part = rows[start:start + 500]
+            cursor.execute(f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(c.column) for c in columns)}) "
+                           f"VALUES {', '.join(['(%s, %s, %s, %s)'] * len(part))}",
+                           [value for row in part for value in row])

@@ -115,7 +115,7 @@ def request_rows(fields: Sequence[str], column: str, values: Sequence) -> list[t
     2,000 values: at 10^4 rows Django's per-value converters cost several times the query. The
     values come as the driver gives them: see ``moment`` and ``decoded``."""
     meta, quote = RequestRow._meta, connection.ops.quote_name
-    columns = ", ".join(quote(meta.get_field(name).column) for name in fields)
+    columns = ", ".join(_selected(meta.get_field(name), quote) for name in fields)
     rows: list[tuple] = []
     with connection.cursor() as cursor:
         for start in range(0, len(values), CHUNK):
@@ -126,11 +126,22 @@ def request_rows(fields: Sequence[str], column: str, values: Sequence) -> list[t
     return rows
 
 
-def moment(value: datetime | None) -> datetime | None:
-    """PostgreSQL gives aware datetimes; SQLite the naive UTC that Django stored."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=dt_timezone.utc)
+def _selected(field, quote) -> str:
+    # PostgreSQL: a timestamp as text, which ``moment`` parses in C; Django's timestamptz loader
+    # is Python and costs more than the rest of the query at 10^4 rows.
+    if connection.vendor == "postgresql" and field.get_internal_type() == "DateTimeField":
+        return f"{quote(field.column)}::text"
+    return quote(field.column)
+
+
+def moment(value: datetime | str | None) -> datetime | None:
+    """A timestamp read by ``request_rows``: PostgreSQL's text (``2026-11-29 13:45:00.5+00``),
+    or the naive UTC datetime SQLite's converter makes of what Django stored."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt_timezone.utc)
 
 
 def decoded(value: str | dict | None) -> dict | None:

@@ -20,7 +20,6 @@ and a deployment that wants no worker).
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -34,8 +33,6 @@ from poolweb.models import PassRecord, PassWanted, Request as RequestRow
 from poolweb.services import events
 from poolweb.services.reconciler import PassResult, reconcile_pass
 from reconcile import State
-
-log = logging.getLogger(__name__)
 
 TASK = "poolweb.services.triggers.run_wanted_pass"
 PERIODIC_TASK = "poolweb.services.triggers.run_periodic_pass"
@@ -61,7 +58,7 @@ def run_wanted_pass(trigger: str = "change") -> PassResult:
 
 
 def reconcile_if_overdue() -> None:
-    """Ask for a pass if a lease has run out or an eviction grace is over (one indexed query)."""
+    """Ask for a pass if a lease has run out or an eviction grace is over (one query)."""
     now = timezone.now()
     grace = timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
     overdue = RequestRow.objects.filter(

@@ -133,7 +133,7 @@ def policy_states(names: Collection[str] | None = None) -> list[PolicyState]:
     live_rows = RequestRow.objects.filter(state__in=LIVE_STATES)
     if names is not None:
         live_rows = live_rows.filter(policy__in=names)
-    live = [to_engine(row) for row in live_rows.values(*SNAPSHOT_FIELDS)]
+    live = [to_engine(row) for row in live_rows.values_list(*SNAPSHOT_FIELDS)]
     pending = _pending_by_policy_and_pool(names)
     running: Counter[tuple[str, str]] = Counter()
     for request in live:

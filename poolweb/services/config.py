@@ -139,7 +139,7 @@ def malformed_errors(document: Any) -> list[dict]:
 def removal_refusals(config: Config) -> tuple[Refusal, ...]:
     """R-57 against the requests live right now."""
     rows = RequestRow.objects.filter(state__in=(State.ALLOCATED.value, State.PREEMPTING.value))
-    return refused_removals((to_engine(row) for row in rows.values(*SNAPSHOT_FIELDS)), config)
+    return refused_removals((to_engine(row) for row in rows.values_list(*SNAPSHOT_FIELDS)), config)
 
 
 def refusal_errors(refusals: Iterable[Refusal]) -> list[dict]:

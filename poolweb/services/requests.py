@@ -350,12 +350,12 @@ def _renew(*, user, request_id: int) -> None:
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
 
 
-def _locked(user, request_id: int) -> dict:
-    """The request's row (``values``) locked for this transaction, if ``user`` may see it."""
+def _locked(user, request_id: int) -> tuple:
+    """The request's row (``SNAPSHOT_FIELDS``) locked for this transaction, if ``user`` may see it."""
     rows = RequestRow.objects.select_for_update().filter(pk=request_id)
     if not user.is_staff:
         rows = rows.filter(owner=user)
-    row = rows.values(*SNAPSHOT_FIELDS).first() if 1 <= request_id <= MAX_ID else None
+    row = rows.values_list(*SNAPSHOT_FIELDS).first() if 1 <= request_id <= MAX_ID else None
     if row is None:
         raise RequestNotFound(f"there is no request {request_id}")
     return row

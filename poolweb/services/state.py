@@ -13,9 +13,8 @@ from poolweb.models import ConfigVersion, Request as RequestRow, SiteState
 from reconcile import Config, Reason, Request, Snapshot, State, Vector
 from reconcile.document import parse_document
 
-PENDING = State.PENDING.value
 CHUNK = 2000  # values per IN (…): below every database's limit of bound parameters
-LIVE_OR_PENDING = (PENDING, State.ALLOCATED.value, State.PREEMPTING.value)
+LIVE_OR_PENDING = (State.PENDING.value, State.ALLOCATED.value, State.PREEMPTING.value)
 
 
 def site_state(*, for_update: bool = False) -> SiteState:
@@ -50,24 +49,31 @@ def config_of(version: ConfigVersion) -> Config:
     return config
 
 
-def to_engine(row: dict) -> Request:
-    """A request row (``values()``) as the engine's value."""
-    return Request(
-        id=row["id"], policy=row["policy"], profile=row["profile"], resources=Vector(row["resources"]),
-        submitted_at=row["submitted_at"], state=State(row["state"]), preemptible=row["preemptible"],
-        max_retries=row["max_retries"], attempt=row["attempt"], pool=row["pool"], allocated_at=row["allocated_at"],
-        lease_seconds=row["lease_seconds"], lease_expires_at=row["lease_expires_at"],
-        preempted_by=row["preempted_by"], preempted_at=row["preempted_at"], reason=Reason(row["reason"]),
-        held_pool=row["held_pool"],
-    )
-
-
 SNAPSHOT_FIELDS = ("id", "policy", "profile", "resources", "submitted_at", "state", "preemptible", "max_retries",
                    "attempt", "pool", "allocated_at", "lease_seconds", "lease_expires_at", "preempted_by",
                    "preempted_at", "reason", "held_pool")
 
 
 WAITING_FIELDS = ("reason", "message", "position", "queue_pool")  # what a pass writes on pending rows
+
+
+def to_engine(row: Sequence, vectors: dict[str, Vector] | None = None) -> Request:
+    """A request row as the engine's value: ``SNAPSHOT_FIELDS`` in order, as ``values_list``
+    gives them or as the driver does (``request_rows``). ``vectors`` shares one Vector among
+    rows whose resources read alike."""
+    (request_id, policy, profile, resources, submitted_at, state, preemptible, max_retries, attempt, pool,
+     allocated_at, lease_seconds, lease_expires_at, preempted_by, preempted_at, reason,
+     held_pool) = row[:len(SNAPSHOT_FIELDS)]
+    vector = vectors.get(resources) if vectors is not None and isinstance(resources, str) else None
+    if vector is None:
+        vector = Vector(decoded(resources))
+        if vectors is not None and isinstance(resources, str):
+            vectors[resources] = vector
+    return Request(
+        id=request_id, policy=policy, profile=profile, resources=vector, submitted_at=moment(submitted_at),
+        state=State(state), preemptible=bool(preemptible), max_retries=max_retries, attempt=attempt, pool=pool,
+        allocated_at=moment(allocated_at), lease_seconds=lease_seconds, lease_expires_at=moment(lease_expires_at),
+        preempted_by=preempted_by, preempted_at=moment(preempted_at), reason=Reason(reason), held_pool=held_pool)
 
 
 def load_snapshot(now: datetime) -> Snapshot:
@@ -83,21 +89,12 @@ def load_pass_input(now: datetime) -> tuple[Snapshot, dict[int, tuple]]:
     config = config_of(version) if version else Config()
     requests, stored = [], {}
     vectors: dict[str, Vector] = {}  # most requests share their profile's resources: one Vector each
+    width = len(SNAPSHOT_FIELDS)
     for row in _pass_rows():
-        resources = vectors.get(row[3]) if isinstance(row[3], str) else None
-        if resources is None:
-            resources = Vector(decoded(row[3]))
-            if isinstance(row[3], str):
-                vectors[row[3]] = resources
-        request = Request(
-            id=row[0], policy=row[1], profile=row[2], resources=resources,
-            submitted_at=moment(row[4]), state=State(row[5]), preemptible=bool(row[6]), max_retries=row[7],
-            attempt=row[8], pool=row[9], allocated_at=moment(row[10]), lease_seconds=row[11],
-            lease_expires_at=moment(row[12]), preempted_by=row[13], preempted_at=moment(row[14]),
-            reason=Reason(row[15]), held_pool=row[16])
+        request = to_engine(row, vectors)
         requests.append(request)
-        if row[5] == PENDING:
-            stored[request.id] = row[17:]
+        if request.state is State.PENDING:
+            stored[request.id] = row[width:]
     snapshot = Snapshot(
         now=now, config=config, requests=tuple(requests), management_enabled=state.management_enabled,
         eviction_grace=timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"]),

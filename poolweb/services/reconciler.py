@@ -25,11 +25,10 @@ from django.utils import timezone
 
 from poolweb.models import PassRecord, Request as RequestRow
 from poolweb.services import events
-from poolweb.services.state import WAITING_FIELDS, load_pass_input, site_state
+from poolweb.services.state import CHUNK, WAITING_FIELDS, load_pass_input, site_state
 from reconcile import Decision, Plan, Request, Snapshot, State, plan
 
 COUNTED = ("grants", "preemptions", "evictions", "expiries", "rejections", "cancellations")
-CHUNK = 2000  # ids per locking query: below every database's limit of bound parameters
 NOTHING_STORED = (None,) * len(WAITING_FIELDS)  # the wait of a request that was live at the load
 
 

@@ -59,11 +59,8 @@ def run_wanted_pass(trigger: str = "change") -> PassResult:
 
 def reconcile_if_overdue() -> None:
     """Ask for a pass if a lease has run out or an eviction grace is over (one query)."""
-    now = timezone.now()
-    grace = timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
-    overdue = RequestRow.objects.filter(
-        Q(state__in=LIVE, lease_expires_at__lte=now) | Q(state=PREEMPTING, preempted_at__lte=now - grace))
-    if overdue.exists():
+    deadline = next_deadline()
+    if deadline is not None and deadline <= timezone.now():
         reconcile_soon("overdue")
 
 

@@ -238,10 +238,14 @@ def test_a_read_that_finds_a_lease_run_out_sees_it_expired(provisioned, bob):
     assert (shown["state"], shown["reason"]) == ("expired", "LeaseExpired")
 
 
-def test_a_read_with_nothing_overdue_asks_for_no_pass(provisioned, bob):
-    request_row(bob, "dev", "4xgpu", 4, state="allocated", pool="h100")
+@pytest.mark.parametrize("overdue", [False, True])
+def test_a_read_asks_for_a_pass_only_when_a_deadline_passed(provisioned, bob, passes_by_worker, overdue):
+    holder = request_row(bob, "dev", "4xgpu", 4, state="allocated", pool="h100")
+    if overdue:
+        RequestRow.objects.filter(pk=holder.pk).update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
+    queued = OrmQ.objects.count()
     client_for(bob).get("/api/v1/pools")
-    assert not PassRecord.objects.exists()
+    assert OrmQ.objects.count() - queued == overdue
 
 
 def test_after_a_pass_the_worker_is_due_back_at_the_next_deadline(provisioned, bob, settings, passes_by_worker):

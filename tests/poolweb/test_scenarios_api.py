@@ -26,7 +26,7 @@ from poolweb.services import reconciler
 from poolweb.services.reconciler import reconcile_pass
 from poolweb.services.state import load_snapshot
 from poolweb.services.triggers import run_periodic_pass
-from reconcile import Plan, Snapshot
+from reconcile import Plan, Reason, Snapshot
 from reconcile import plan as engine_plan
 from reconcile.invariants import check_idempotent, check_preemptions, check_state
 
@@ -142,8 +142,8 @@ def passes() -> Iterator[list[tuple[Snapshot, Plan]]]:
 
 @pytest.fixture
 def steady(passes):
-    """Call at the end of a scenario: every recorded pass kept the invariants, and one more pass
-    decides nothing and writes nothing."""
+    """Call at the end of a scenario: every recorded pass kept the invariants, every request
+    stores a reason and a sentence, and one more pass decides nothing and writes nothing."""
 
     def check() -> None:
         assert passes, "no pass ran"
@@ -152,6 +152,8 @@ def steady(passes):
             assert check_preemptions(snapshot, decided) == [], snapshot.now
             assert check_idempotent(snapshot, decided) == [], snapshot.now
         stored = list(RequestRow.objects.order_by("id").values())
+        for row in stored:  # R-60: every state a request reached came with a reason and a sentence
+            assert Reason(row["reason"]) and row["message"].strip(), row
         result = reconcile_pass()
         assert result.plan.empty, list(result.plan.decisions())
         assert (result.conflicts, result.counts) == (0, dict.fromkeys(reconciler.COUNTED, 0))

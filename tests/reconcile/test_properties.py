@@ -348,9 +348,12 @@ def test_plan_never_changes_its_snapshot(config: Config, actions: list[tuple], g
 
 
 @given(config=configs(), actions=ACTIONS, grace=GRACE)
-def test_every_pending_request_has_a_reason_and_a_place(config: Config, actions: list[tuple], grace: timedelta):  # §9
+def test_every_change_and_every_wait_has_a_reason_and_a_sentence(config: Config, actions: list[tuple],
+                                                                  grace: timedelta):  # R-60, §9
     def check(snapshot: Snapshot) -> None:
         result = plan(snapshot)
+        for decision in result.decisions():
+            assert isinstance(decision.reason, Reason) and decision.message.strip(), decision
         pending = {r.id for r in advance(snapshot, result).requests if r.state == State.PENDING}
         assert set(result.waiting) == pending
         places: dict[str, list[int]] = {}
@@ -361,3 +364,4 @@ def test_every_pending_request_has_a_reason_and_a_place(config: Config, actions:
             assert sorted(positions) == list(range(1, len(positions) + 1)), (pool, positions)
 
     _run(config, actions, grace, check)
+

@@ -20,7 +20,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 
 from bench.results import merge_runtime, percentile
+from poolweb.ports import free_port, wait_until_listening
 
 ROOT = Path(__file__).resolve().parent.parent
 POLL_MS = int(os.environ.get("POOLWEB_EVENT_POLL_MS", "50"))
@@ -53,7 +53,7 @@ def main() -> None:
                                "poolweb.asgi:application"], cwd=ROOT, env=environment,
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_until_listening(server, port)
+        wait_until_listening(server, "127.0.0.1", port, timeout=60)
         figures = measure(f"ws://127.0.0.1:{port}/ws/events/", token)
     finally:
         server.terminate()
@@ -171,25 +171,6 @@ def drain(clients) -> None:
                 client.recv(timeout=0.01)
             except TimeoutError:
                 break
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_until_listening(server: subprocess.Popen, port: int) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"daphne exited with {server.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("daphne did not start")
 
 
 def print_table(figures: dict[str, float]) -> None:

@@ -9,10 +9,8 @@ The server reads the same test database: the test's DATABASE_URL with the test d
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -21,6 +19,7 @@ from django.db import transaction
 from websockets.sync.client import ClientConnection, connect
 
 from poolweb.api.auth import token_create
+from poolweb.ports import free_port, wait_until_listening
 from poolweb.realtime.outbox import newest_seq
 from poolweb.services.events import POOL_UPDATED, REQUEST_UPDATED, publish
 
@@ -30,25 +29,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 START_TIMEOUT = 30.0  # seconds for daphne to listen; Django's start-up is most of it
 RECEIVE_TIMEOUT = 5.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_until_listening(server: subprocess.Popen, port: int) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"daphne exited with {server.returncode}: {server.stderr.read()}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"daphne did not listen on port {port} within {START_TIMEOUT} s")
 
 
 @pytest.fixture
@@ -62,7 +42,7 @@ def server_url(transactional_db, tmp_path) -> Iterator[str]:
                                "poolweb.asgi:application"], cwd=settings.BASE_DIR, env=environment,
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        wait_until_listening(server, port)
+        wait_until_listening(server, "127.0.0.1", port, START_TIMEOUT)
         yield f"ws://127.0.0.1:{port}/ws/events/"
     finally:
         server.terminate()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from poolweb.env import ImproperlyConfigured, env_int, env_str
+from poolweb.ports import port_free, port_open
 from poolweb.services.triggers import start_passes
 
 STOP_GRACE_SECONDS = 8.0  # then SIGKILL; both children are gone within 10 s of the signal
@@ -100,26 +100,6 @@ def _signal_group(child: Child, signum: int) -> None:
         os.killpg(child.process.pid, signum)
     except (ProcessLookupError, PermissionError):
         pass  # the whole group is gone already
-
-
-def port_free(host: str, port: int) -> bool:
-    """Whether nothing listens on (host, port); SO_REUSEADDR as the server uses it."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
-
-
-def port_open(host: str, port: int) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 class Command(BaseCommand):

@@ -219,4 +219,3 @@ class PassWanted(models.Model):
     task instead of one each (services.triggers)."""
 
     wanted = models.BooleanField(default=False)
-    since = models.DateTimeField(null=True, blank=True)

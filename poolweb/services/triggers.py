@@ -50,7 +50,7 @@ def reconcile_soon(trigger: str = "change") -> None:
 
 def run_wanted_pass(trigger: str = "change") -> PassResult:
     """The queued task: lower the flag, then pass; then arm the next deadline."""
-    PassWanted.objects.filter(pk=1, wanted=True).update(wanted=False, since=None)
+    PassWanted.objects.filter(pk=1, wanted=True).update(wanted=False)
     result = reconcile_pass(trigger=trigger)
     if settings.POOLWEB["PASSES"] == "worker":
         _arm_deadline()
@@ -102,17 +102,17 @@ def start_passes() -> None:
     Schedule.objects.update_or_create(
         name="reconcile", defaults={"func": PERIODIC_TASK, "schedule_type": Schedule.MINUTES, "minutes": 1,
                                     "repeats": -1})
-    PassWanted.objects.filter(pk=1).update(wanted=False, since=None)
+    PassWanted.objects.filter(pk=1).update(wanted=False)
     reconcile_soon("start")
 
 
 def _raise_flag() -> bool:
     """True if this call raised it (and must queue the task)."""
-    if PassWanted.objects.filter(pk=1, wanted=False).update(wanted=True, since=timezone.now()):
+    if PassWanted.objects.filter(pk=1, wanted=False).update(wanted=True):
         return True
     try:
         with transaction.atomic():
-            PassWanted.objects.create(pk=1, wanted=True, since=timezone.now())
+            PassWanted.objects.create(pk=1, wanted=True)
         return True
     except IntegrityError:  # the row exists and the flag is up: a queued task will see our change
         return False

@@ -157,7 +157,7 @@ def test_a_burst_of_submissions_queues_one_pass(provisioned, bob, passes_by_work
 
 
 def test_the_periodic_pass_lowers_a_lost_tasks_flag_and_expires_leases(provisioned, bob, passes_by_worker):
-    PassWanted.objects.create(pk=1, wanted=True, since=timezone.now() - dt.timedelta(hours=1))
+    PassWanted.objects.create(pk=1, wanted=True)  # left up by a worker killed before its task ran
     holder = request_row(bob, "dev", "4xgpu", 4, state="allocated", pool="h100")
     RequestRow.objects.filter(pk=holder.pk).update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
 

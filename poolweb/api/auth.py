@@ -22,6 +22,15 @@ def token_create(*, user) -> str:
     return token
 
 
+def token_used(token: str) -> ApiToken | None:
+    """The token of an active user, its use noted; None for an unknown token or inactive user."""
+    found = ApiToken.objects.select_related("user").filter(digest=digest(token)).first()
+    if found is None or not found.user.is_active:
+        return None
+    ApiToken.objects.filter(pk=found.pk).update(last_used_at=timezone.now())
+    return found
+
+
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
@@ -35,10 +44,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             token = header[1].decode()
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("the token is not valid") from None
-        found = ApiToken.objects.select_related("user").filter(digest=digest(token)).first()
-        if found is None or not found.user.is_active:
+        found = token_used(token)
+        if found is None:
             raise exceptions.AuthenticationFailed("the token is not valid")
-        ApiToken.objects.filter(pk=found.pk).update(last_used_at=timezone.now())
         return found.user, found
 
     def authenticate_header(self, request) -> str:

@@ -14,10 +14,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.http.request import split_domain_port, validate_host
-from django.utils import timezone
 
-from poolweb.api.auth import digest
-from poolweb.models import ApiToken
+from poolweb.api.auth import token_used
 
 
 def session_user(scope: dict) -> AbstractBaseUser | None:
@@ -44,8 +42,5 @@ def origin_allowed(headers: list[tuple[bytes, bytes]]) -> bool:
 
 def token_user(token: str) -> AbstractBaseUser | None:
     """The active user a bearer token belongs to, noting the use as the REST API does."""
-    found = ApiToken.objects.select_related("user").filter(digest=digest(token)).first()
-    if found is None or not found.user.is_active:
-        return None
-    ApiToken.objects.filter(pk=found.pk).update(last_used_at=timezone.now())
-    return found.user
+    found = token_used(token)
+    return found.user if found else None

@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from poolweb.api.errors import DetailSchema, ErrorsSchema, IssueSchema, bad_request
 from poolweb.services import config as services
+from poolweb.services.preview import draft_preview
 
 TAG = "configuration"
 
@@ -241,7 +242,7 @@ class DraftPreviewView(AdminView):
                    summary="What provisioning the draft would do to current requests; changes nothing",
                    description="An invalid draft answers valid false with its errors and empty lists.")
     def post(self, request):
-        return Response(services.draft_preview())
+        return Response(draft_preview())
 
 
 class DraftProvisionView(AdminView):

@@ -1,5 +1,5 @@
-"""The configuration: draft, validation, preview, provision, versions and the management switch
-(api.md §1–2, spec R-55…R-57).
+"""The configuration: draft, validation, provision, versions and the management switch (the
+preview is services/preview.py; api.md §1–2, spec R-55…R-57).
 
 A provision is one transaction: lock the SiteState row (so two provisions take numbers one
 after the other), refuse R-57 removals against the live requests as they are at that moment,
@@ -32,14 +32,13 @@ from poolweb.models import (
     ConfigVersion, Connection, Draft, Policy as PolicyRow, Pool as PoolRow, Profile as ProfileRow, Queue,
     Quota as QuotaRow, Request as RequestRow,
 )
-from poolweb.services.state import SNAPSHOT_FIELDS, live_version, load_snapshot, site_state, to_engine
+from poolweb.services.state import SNAPSHOT_FIELDS, live_version, site_state, to_engine
 from poolweb.services import events
 from poolweb.services.triggers import reconcile_soon
-from reconcile import Config, Decision, State, format_quantity
+from reconcile import Config, State
 from reconcile.document import Issue, parse_document, to_document
 from reconcile.document_checks import json_type
-from reconcile.preview import Refusal, preview, refused_removals
-from reconcile.report import UsageRow
+from reconcile.preview import Refusal, refused_removals
 
 logger = logging.getLogger(__name__)
 
@@ -377,56 +376,6 @@ def _reconcile_after_change() -> None:
         reconcile_soon("config")
     except Exception:  # noqa: BLE001
         logger.exception("the reconcile pass after a configuration change failed")
-
-
-# Preview.
-
-
-def draft_preview() -> dict:
-    """What provisioning the draft would do to the live requests, JSON-ready (api.md §2)."""
-    checked = validate_document(draft_get())
-    nothing = {"refusals": [], "granted": [], "preempted": [], "rejected": [], "cancelled": [], "usage": []}
-    if checked.config is None:
-        return {"valid": False, "errors": checked.errors, **nothing}
-    snapshot = load_snapshot(timezone.now())
-    result = preview(snapshot, checked.config)
-    requests = {r.id: r for r in snapshot.requests}
-    decided = result.plan
-    groups = {"granted": decided.grants, "preempted": decided.preemptions, "rejected": decided.rejections,
-              "cancelled": decided.cancellations}
-    ids = {d.request_id for group in groups.values() for d in group}
-    owners = dict(RequestRow.objects.filter(pk__in=ids).values_list("id", "owner__username")) if ids else {}
-    errors = refusal_errors(result.refusals)
-    return {
-        "valid": not errors, "errors": errors,
-        "refusals": [{"kind": r.kind, "name": r.name, "requests": list(r.request_ids), "message": r.message}
-                     for r in result.refusals],
-        **{name: [_entry(d, requests, owners) for d in group] for name, group in groups.items()},
-        "usage": _usage_changes(result.usage_before, result.usage_after),
-    }
-
-
-def _entry(decision: Decision, requests: dict, owners: dict[int, str]) -> dict:
-    request = requests.get(decision.request_id)
-    return {"id": decision.request_id, "policy": request.policy if request else None,
-            "profile": request.profile if request else None, "owner": owners.get(decision.request_id),
-            "pool": decision.pool, "reason": decision.reason.value, "message": decision.message,
-            "preempted_by": decision.preempted_by}
-
-
-def _usage_changes(before: Iterable[UsageRow], after: Iterable[UsageRow]) -> list[dict]:
-    rows: dict[tuple[str, str, str], dict] = {}
-    for side, report in (("before", before), ("after", after)):
-        for row in report:
-            entry = rows.setdefault((row.policy, row.scope, row.key), {
-                "policy": row.policy, "scope": row.scope, "key": row.key, "before": None, "after": None})
-            entry[side] = {"usage": _number(row.usage), "reserved": _number(row.reserved),
-                           "limit": _number(row.limit), "borrowed": _number(row.borrowed)}
-    return [rows[k] for k in sorted(rows, key=lambda k: (k[0], k[1] != "*", k[1], k[2]))]
-
-
-def _number(milli: int | None) -> int | float | None:
-    return None if milli is None else json_ready(format_quantity(milli))
 
 
 def json_ready(value: Any) -> Any:

@@ -123,7 +123,5 @@ def test_racing_passes_never_grant_one_capacity_twice(live, alice, bob):
         racer.join(120)
 
     assert not errors
-    snapshot = load_snapshot(timezone.now())
-    assert check_state(snapshot) == []
-    live_ids = [r.id for r in snapshot.requests if r.state.value == "allocated"]
-    assert len(live_ids) == len(set(live_ids)) and live_ids
+    assert PassRecord.objects.filter(grants__gt=0).exists()  # the racers did grant
+    assert check_state(load_snapshot(timezone.now())) == []  # I-1…: no capacity granted twice

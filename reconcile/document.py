@@ -113,7 +113,8 @@ def parse_document(doc: object) -> Parsed:
 
 
 def to_document(config: Config, version: int | None = None) -> dict[str, Any]:
-    """The JSON-ready document, every default explicit; quantities are ``int`` or ``Decimal``.
+    """The JSON-ready document, every default explicit but an empty ``group`` (written by leaving it
+    out); quantities are ``int`` or ``Decimal``.
 
     ``execution_order`` is written in full: the listed profiles, then the other connected ones.
     """
@@ -122,9 +123,15 @@ def to_document(config: Config, version: int | None = None) -> dict[str, Any]:
     doc["pools"] = [{"name": p.name, "description": p.description, "capacity": p.capacity.to_json(),
                      "execution_order": orders.get(p.name, [])} for p in config.pools]
     doc["profiles"] = [_profile_document(p) for p in config.profiles]
-    doc["policies"] = [{"name": p.name, "description": p.description, "group": p.group, "priority": p.priority,
-                        "quotas": [_quota_document(row) for row in p.quotas]} for p in config.policies]
+    doc["policies"] = [_policy_document(p) for p in config.policies]
     return doc
+
+
+def _policy_document(policy: Policy) -> dict[str, Any]:
+    # An absent group is "" and a given one must not be empty, so "" is written by leaving it out.
+    group = {"group": policy.group} if policy.group else {}
+    return {"name": policy.name, "description": policy.description, **group, "priority": policy.priority,
+            "quotas": [_quota_document(row) for row in policy.quotas]}
 
 
 def _profile_document(profile: Profile) -> dict[str, Any]:
@@ -326,7 +333,7 @@ def _text(r: Reading, obj: Mapping[Any, Any], path: str, field: str, limit: int,
         r.error(at, "invalid_type", f"{field} is a string, not {json_type(raw)}")
     elif len(raw) > limit:
         r.error(at, "too_long", f"{field} has {len(raw)} characters, at most {limit} are allowed")
-    elif required and raw and not raw.strip():  # "" means none (written back as such); "  " is a slip
+    elif required and not raw.strip():
         r.error(at, "required", f"{field} must not be empty")
     else:
         return raw

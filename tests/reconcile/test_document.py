@@ -187,6 +187,9 @@ CASES = [
     Case("a connection without a pool is refused",
          document(with_field(OK_PROFILE, connections=[{}]), OK_POOL, OK_POLICY),
          [("profiles[0].connections[0].pool", "required")]),
+    Case("an empty connection name is refused",
+         document(with_field(OK_PROFILE, connections=[{"pool": "a", "name": ""}]), OK_POOL, OK_POLICY),
+         [("profiles[0].connections[0].name", "required")]),
     Case("a blank connection name is refused",
          document(with_field(OK_PROFILE, connections=[{"pool": "a", "name": "  "}]), OK_POOL, OK_POLICY),
          [("profiles[0].connections[0].name", "required")]),
@@ -227,7 +230,8 @@ CASES = [
     # Policies and quota rows.
     Case("a policy without a name is refused", lists(policies=[{"group": "dev"}]),
          [("policies[0].name", "required")]),
-    Case("an empty group is refused", document(with_field(OK_POLICY, group="  ")), [("policies[0].group", "required")]),
+    Case("an empty group is refused", document(with_field(OK_POLICY, group="")), [("policies[0].group", "required")]),
+    Case("a blank group is refused", document(with_field(OK_POLICY, group="  ")), [("policies[0].group", "required")]),
     Case("a group of 151 characters is too long", document(with_field(OK_POLICY, group="g" * 151)),
          [("policies[0].group", "too_long")]),
     Case("a priority that is a boolean is refused", document(with_field(OK_POLICY, priority=True)),
@@ -638,3 +642,11 @@ def test_a_policy_without_a_group_round_trips():
     assert parsed.errors == ()
     again = parse_document(to_document(parsed.config))
     assert (again.errors, again.config) == ((), parsed.config)
+
+
+def test_a_policy_with_an_empty_group_round_trips_without_one():
+    built = Config(policies=(Policy("dev", group=""),))
+    doc = to_document(built)
+    assert "group" not in doc["policies"][0]
+    assert parse_document(doc).config == built
+    assert parse_document(_through_json(doc)).config == built

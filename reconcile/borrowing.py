@@ -23,7 +23,7 @@ from datetime import datetime
 from operator import attrgetter
 from typing import NamedTuple
 
-from .model import ALL_POOLS, Config, Policy, Request, State
+from .model import Policy, Request, State
 from .quantity import Vector
 from .quota import TermsCache
 
@@ -41,36 +41,34 @@ class Allocation(NamedTuple):
 
 
 def borrowed_units(terms: TermsCache, policy: str, live: Iterable[Request | Allocation]) -> dict[int, dict[str, int]]:
-    """Borrowed milli-units per metered key of each live allocation of ``policy`` (by request id)."""
+    """Borrowed milli-units per metered key of each live allocation of ``policy`` (by request id).
+
+    The reservations are the policy's terms on the allocation's pool (quota.pool_terms): with no
+    row a reservation of 0 on the pool itself, which every unit of the key exceeds (§1).
+    """
     config = terms.config
     stated = config.policy.get(policy)
-    # pool → per metered key there, the reservations that apply, as ((scope, key), reserved)
-    bounds: dict[str | None, dict[str, tuple[tuple[tuple[str, str], int], ...]]] = {}
     consumed: dict[tuple[str, str], int] = {}  # (scope, key) → reservation used by older allocations
     borrowed: dict[int, dict[str, int]] = {}
     mine = [r for r in live if r.policy == policy]
-    if stated is not None and any(q.reserved is not None for q in stated.quotas):
+    if _reserves(stated):
         mine.sort(key=attrgetter("allocated_at", "id"))  # else nothing is reserved: order cannot matter
     for allocation in mine:
-        on_pool = bounds.get(allocation.pool)
-        if on_pool is None:
-            on_pool = bounds[allocation.pool] = _reservations(config, stated, allocation.pool)
         units: dict[str, int] = {}
+        borrowed[allocation.id] = units
+        if stated is None or allocation.pool not in config.pool:
+            continue  # nothing is metered for it
         resources = allocation.resources
-        for key, reservations in on_pool.items():  # keys unmetered there: nobody can be short of them
+        for key, key_terms in terms(policy, allocation.pool).keys.items():  # unmetered keys: nobody is short
             amount = resources.get(key)
             if amount is None:
                 continue
-            if not reservations:  # the reservation is 0 (§1): all of it is borrowed
-                units[key] = amount
-                continue
             most = 0  # the largest excess over any applicable reservation, at most the amount
-            for scope_key, reserved in reservations:
-                used = consumed[scope_key] = consumed.get(scope_key, 0) + amount
+            for scope, reserved in key_terms.reserved:
+                used = consumed[scope, key] = consumed.get((scope, key), 0) + amount
                 if used - reserved > most:
                     most = min(used - reserved, amount)
             units[key] = most
-        borrowed[allocation.id] = units
     return borrowed
 
 
@@ -81,7 +79,7 @@ def borrowing_keys(terms: TermsCache, policy: str, live: Iterable[Request | Allo
     walk of ``borrowed_units`` is needed only for one that reserves something.
 
     >>> from datetime import datetime, timezone
-    >>> from reconcile.model import Pool, Quota
+    >>> from reconcile.model import Config, Pool, Quota
     >>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
     >>> config = Config(pools=(Pool("dc", Vector.of(gpu=8)),),
     ...                 policies=(Policy("ml", quotas=(Quota("dc", "gpu", 4000, 8000),)), Policy("guest")))
@@ -92,7 +90,7 @@ def borrowing_keys(terms: TermsCache, policy: str, live: Iterable[Request | Allo
     """
     config = terms.config
     stated = config.policy.get(policy)
-    if stated is not None and any(q.reserved is not None for q in stated.quotas):
+    if _reserves(stated):
         return {id: {key for key, amount in units.items() if amount}
                 for id, units in borrowed_units(terms, policy, live).items()}
     metered: dict[str | None, frozenset[str]] = {}  # pool → its metered keys (none if unknown)
@@ -107,13 +105,6 @@ def borrowing_keys(terms: TermsCache, policy: str, live: Iterable[Request | Allo
     return found
 
 
-def _reservations(config: Config, policy: Policy | None, pool: str | None,
-                  ) -> dict[str, tuple[tuple[tuple[str, str], int], ...]]:
-    """Per key metered on ``pool``, the policy's reservation rows that apply there (scope the pool
-    or ``*``, as in quota.pool_terms). No row means a reservation of 0 on the pool itself, which
-    only this pool's allocations of the policy consume and every one of their units exceeds."""
-    found = config.pool.get(pool) if pool is not None else None
-    if found is None or policy is None:
-        return {}
-    rows = [q for q in policy.quotas if q.reserved is not None and (q.scope == pool or q.scope == ALL_POOLS)]
-    return {key: tuple(((q.scope, key), q.reserved) for q in rows if q.key == key) for key in found.capacity}
+def _reserves(policy: Policy | None) -> bool:
+    """Whether the policy states a reservation on any row, so that the oldest allocations are in share."""
+    return policy is not None and any(q.reserved is not None for q in policy.quotas)

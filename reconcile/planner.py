@@ -164,9 +164,8 @@ class _Pass:
     def _verdict(self, request: Request, holder: int | None) -> QueueGroup | Ineligible:
         if not self.config.queue_exists(request.policy, request.profile):
             return Ineligible(Reason.QUEUE_REMOVED, f"queue {request.policy}/{request.profile} no longer exists")
-        pools, failure = judge_queue(self.terms, request.policy, request.profile,
-                                     self.terms.connected(request.policy, request.profile),
-                                     request.resources, request.preemptible)
+        pools, failure = judge_queue(self.terms, request.policy, request.profile, request.resources,
+                                     request.preemptible)
         if failure is not None:
             return failure
         group = QueueGroup(request.policy, request.profile, request.resources, request.preemptible, holder)

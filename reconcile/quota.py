@@ -103,6 +103,9 @@ def pool_terms(policy: Policy, pool: Pool) -> PoolTerms:
     return PoolTerms(policy.name, pool.name, keys)
 
 
+Connected = tuple[tuple[str, PoolTerms], ...]  # a queue's pools in precedence order, with the terms there
+
+
 class TermsCache:
     """PoolTerms per (policy, pool), built on first use (a pass touches few of the pairs) and kept
     with the configuration (Config.kept_terms), so later passes on it find them made."""
@@ -110,7 +113,6 @@ class TermsCache:
     def __init__(self, config: Config) -> None:
         self.config = config
         self._kept = config.kept_terms
-        self._judged: dict[tuple, Ineligible | None] = {}  # shapes come and go: this pass only
 
     def __call__(self, policy: str, pool: str) -> PoolTerms:
         found = self._kept.get((policy, pool))
@@ -119,21 +121,15 @@ class TermsCache:
         return found
 
     def connected(self, policy: str, profile: str) -> Connected:
-        """``connected`` memoised: a queue's requests come in many shapes."""
+        """The profile's known pools in precedence order, each with the policy's terms there;
+        memoised, as a queue's requests come in many shapes."""
         found = self._kept.get(("queue", policy, profile))
         if found is None:
-            found = self._kept[("queue", policy, profile)] = connected(self.config, self, policy, profile)
+            config = self.config
+            pools = config.profile[profile].pools if profile in config.profile else ()
+            found = self._kept[("queue", policy, profile)] = tuple(
+                (pool, self(policy, pool)) for pool in pools if pool in config.pool)
         return found
-
-    def ineligibility(self, policy: str, pool: str, resources: Vector, preemptible: bool) -> Ineligible | None:
-        """``ineligibility``, memoised when it fails: many queues of a policy share pools and shapes."""
-        terms = self(policy, pool)
-        if eligible(terms, resources, preemptible):
-            return None
-        key = (policy, pool, resources.signature, preemptible)
-        if key not in self._judged:
-            self._judged[key] = ineligibility(terms, resources, preemptible)
-        return self._judged[key]
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,32 +200,24 @@ def eligibility(
 ) -> tuple[tuple[str, ...], Ineligible | None]:
     """Pools where the request is eligible, in precedence order, and why not when there are none.
 
-    The reason given names the first failing rule on the most preferred pool (R-14).
+    The reason given names the first failing rule on the most preferred pool (R-14). ``config``
+    is ``terms.config``, still taken so that callers need not change.
     """
-    pools, failure = judge_queue(terms, policy, profile, connected(config, terms, policy, profile),
-                                 resources, preemptible)
+    pools, failure = judge_queue(terms, policy, profile, resources, preemptible)
     return tuple(pool for pool, _ in pools), failure
 
 
-Connected = tuple[tuple[str, PoolTerms], ...]
-
-
-def connected(config: Config, terms: TermsCache, policy: str, profile: str) -> Connected:
-    """The profile's known pools in precedence order, each with the policy's terms there."""
-    pools = config.profile[profile].pools if profile in config.profile else ()
-    return tuple((pool, terms(policy, pool)) for pool in pools if pool in config.pool)
-
-
-def judge_queue(terms: TermsCache, policy: str, profile: str, pools: Connected, resources: Vector,
+def judge_queue(terms: TermsCache, policy: str, profile: str, resources: Vector,
                 preemptible: bool) -> tuple[Connected, Ineligible | None]:
-    """``eligibility`` on the queue's ``connected`` pools, keeping each eligible pool's terms."""
+    """``eligibility`` on the queue's connected pools, keeping each eligible pool's terms."""
+    pools = terms.connected(policy, profile)
     if not pools:
         return (), Ineligible(Reason.NO_CONNECTED_POOL, f"profile {profile} is connected to no pool")
     found = tuple(pair for pair in pools if eligible(pair[1], resources, preemptible))
     if found:
         return found, None
     # Eligible nowhere: the most preferred pool is the first that fails.
-    return (), terms.ineligibility(policy, pools[0][0], resources, preemptible)
+    return (), ineligibility(pools[0][1], resources, preemptible)
 
 
 def _q(milli: int) -> str:

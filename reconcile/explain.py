@@ -27,7 +27,7 @@ from .groups import QueueGroup, Run
 from .ledger import Ledger
 from .model import ALL_POOLS, Request
 from .plan import Waiting
-from .quantity import MILLI, Vector, format_quantity
+from .quantity import Vector, format_quantity
 from .quota import PoolTerms
 from .reasons import SEVERITY, Reason
 
@@ -212,8 +212,7 @@ def _overall(reasons: list[tuple[str, Reason, str]]) -> tuple[Reason, str]:
 
 
 def _q(milli: int) -> str:
-    # Whole amounts are most of them: written directly rather than through a Decimal-aware call.
-    return str(milli // MILLI) if milli % MILLI == 0 else str(format_quantity(milli))
+    return str(format_quantity(milli))
 
 
 def _where(scope: str) -> str:

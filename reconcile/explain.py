@@ -150,7 +150,7 @@ def _own_policy_reason(group: QueueGroup, pool: str, terms: PoolTerms, ledger: L
 
     The reservation goes before the limit because it outlasts it: preemptible work finishing
     cures the limit, not the non-preemptible share."""
-    reserved = None if group.preemptible else ledger.over_reserved(terms, group.resources, False)
+    reserved = ledger.over_reserved(terms, group.resources, group.preemptible)
     if reserved is not None:
         key, scope, usage, bound = reserved
         return (pool, Reason.WAITING_FOR_RESERVATION,

@@ -171,14 +171,13 @@ class Ledger:
                     short[key] = lack
         return short
 
-    def over_limit(self, terms: PoolTerms, resources: Vector, request_id: int | None = None) -> Breach | None:
+    def over_limit(self, terms: PoolTerms, resources: Vector) -> Breach | None:
         """R-21: the first (key, scope, usage, limit) that granting would exceed, or None."""
-        return self._breach(terms, resources, request_id, self.policy_used, _LIMITS)
+        return _first_breach(terms, resources, self.policy_used, _LIMITS)
 
-    def over_reserved(self, terms: PoolTerms, resources: Vector, preemptible: bool,
-                      request_id: int | None = None) -> Breach | None:
+    def over_reserved(self, terms: PoolTerms, resources: Vector, preemptible: bool) -> Breach | None:
         """R-22: for non-preemptible requests, the first (key, scope, np-usage, reserved) exceeded."""
-        return None if preemptible else self._breach(terms, resources, request_id, self.policy_np, _RESERVED)
+        return None if preemptible else _first_breach(terms, resources, self.policy_np, _RESERVED)
 
     def in_share(self, terms: PoolTerms, resources: Vector, request_id: int | None = None) -> bool:
         """R-32.2: usage + R ≤ effective reserved for every metered key at every scope."""

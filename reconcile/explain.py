@@ -25,7 +25,7 @@ from operator import attrgetter
 
 from .groups import QueueGroup, Run
 from .ledger import Ledger
-from .model import ALL_POOLS, Request
+from .model import ALL_POOLS, WAITING_FOR_CAPACITY, Request
 from .plan import Waiting
 from .quantity import Vector, format_quantity
 from .quota import PoolTerms
@@ -77,7 +77,6 @@ _WAITING = partial(tuple.__new__, Waiting)  # Waiting(*fields), made in C
 
 
 _ROOM = (Reason.WAITING_FOR_CAPACITY, Reason.BLOCKED_BY_HIGHER_PRIORITY)
-_CAPACITY = Reason.WAITING_FOR_CAPACITY  # read once: an enum member lookup costs more than the test
 _OWN_POLICY = (Reason.WAITING_FOR_RESERVATION, Reason.WAITING_FOR_QUOTA)
 
 
@@ -194,7 +193,7 @@ def _behind_higher_priority(group: QueueGroup, reasons, first_waiter) -> list[tu
     out = []
     for pool, reason, message in reasons:
         ahead = first_waiter.get(pool)
-        if reason is _CAPACITY and ahead is not None and ahead[0] > group.priority:
+        if reason is WAITING_FOR_CAPACITY and ahead is not None and ahead[0] > group.priority:
             priority, request, policy = ahead
             reason = Reason.BLOCKED_BY_HIGHER_PRIORITY
             message += f"; request {request.id} of policy {policy} (priority {priority}) is served first"

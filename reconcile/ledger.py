@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from .model import ALL_POOLS, Config, Request, State
+from .model import ALL_POOLS, ALLOCATED, PREEMPTING, Config, Request
 from .quantity import UNMETERED_BY_DEFAULT, Vector
 from .quota import PoolTerms
 
@@ -62,9 +62,8 @@ class Ledger:
     def of_live(cls, requests: Iterable[Request], config: Config | None = None) -> Ledger:
         # Sum per (policy, pool, preemptible) first: far fewer charges than allocations.
         totals: defaultdict[tuple[str, str, bool], Usage] = defaultdict(dict)
-        allocated, preempting = State.ALLOCATED, State.PREEMPTING  # looked up once, not per request
         for r in requests:
-            if (r.state is allocated or r.state is preempting) and r.pool is not None:
+            if (r.state is ALLOCATED or r.state is PREEMPTING) and r.pool is not None:
                 usage = totals[(r.policy, r.pool, r.preemptible)]
                 for key, amount in r.resources.items():
                     usage[key] = usage.get(key, 0) + amount

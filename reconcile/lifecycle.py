@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from .model import Request, State
+from .model import PREEMPTING, Request, State
 from .quantity import Vector  # noqa: F401  (doctest)
 from .reasons import Reason
 
@@ -75,7 +75,5 @@ def lease_expired(request: Request, now: datetime) -> bool:
 
 
 def grace_over(request: Request, now: datetime, grace: timedelta) -> bool:
-    return request.state == _PREEMPTING and request.preempted_at is not None and request.preempted_at + grace <= now
+    return request.state == PREEMPTING and request.preempted_at is not None and request.preempted_at + grace <= now
 
-
-_PREEMPTING = State.PREEMPTING  # read once: an enum member lookup costs more than the test

@@ -21,7 +21,7 @@ from typing import TypeVar
 from .borrowing import borrowing_keys
 from .groups import QueueGroup
 from .ledger import Ledger
-from .model import Config, Request, State
+from .model import ALLOCATED, Config, Request, State
 from .ordering import micros, victim_key
 from .plan import Decision
 from .quantity import sum_resources
@@ -77,10 +77,9 @@ class Preemption:
         self.sorted: dict[str, list[tuple[int, Request, set[str], tuple, tuple]]] = {}  # see _on
         self.lowest: dict[str, int] = {}  # pool → lowest priority among its preemptible allocations
         priority_of = {policy.name: policy.priority for policy in config.policies}
-        allocated = State.ALLOCATED  # looked up once, not per request
         for request in live:
             self.by_policy[request.policy].append(request)
-            if request.state is allocated and request.preemptible:
+            if request.state is ALLOCATED and request.preemptible:
                 priority = priority_of.get(request.policy, 0)
                 self.on_pool[request.pool].append((priority, request))
                 if priority < self.lowest.get(request.pool, priority + 1):

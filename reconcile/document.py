@@ -64,13 +64,14 @@ from .document_checks import (
 from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota
 from .quantity import KEY_PATTERN, QuantityError, Vector, format_quantity, parse_quantity
 
-__all__ = ["Issue", "Parsed", "parse_document", "to_document"]
+__all__ = ["Issue", "Parsed", "child", "parse_document", "to_document"]
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # matched whole (fullmatch)
+_PLAIN_FIELD = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # a field name shown in a path (``child``)
 MAX_POOLS = MAX_PROFILES = MAX_POLICIES = 1000
 MAX_QUOTAS = 100  # rows per policy
 MAX_CONNECTIONS = 100  # per profile
-MAX_KEYS = 100  # per resource vector
+MAX_KEYS = 100  # per resource vector, here and in a request (resource_settings)
 MAX_DESCRIPTION, MAX_CONNECTION_NAME, MAX_GROUP = 1000, 100, 150
 MAX_PRIORITY = 1_000_000
 
@@ -270,11 +271,11 @@ def _object(r: Reading, raw: object, path: str, fields: Fields, what: str) -> Ma
         return None
     for field in fields.required:
         if field not in raw:
-            r.error(_child(path, field), "required", f"{field} is required")
+            r.error(child(path, field), "required", f"{field} is required")
     known = fields.required + fields.optional
     for field in raw:
         if field not in known:
-            r.error(_child(path, field), "unknown_field",
+            r.error(child(path, field), "unknown_field",
                     f"unknown field {show(field)}; {what} has {', '.join(known)}", blocking=False)
     return raw
 
@@ -363,7 +364,7 @@ def _vector(r: Reading, obj: Mapping[Any, Any], path: str, field: str) -> Vector
     milli: dict[str, int] = {}
     for key, value in raw.items():
         if not _is_key(key):
-            r.error(_child(at, key), "invalid_key",
+            r.error(child(at, key), "invalid_key",
                     f"{show(key)} is not a resource key: keys match {KEY_PATTERN.pattern}")
             continue
         amount = _quantity(r, value, f"{at}.{key}")
@@ -386,9 +387,10 @@ def _is_key(key: object) -> bool:
     return isinstance(key, str) and KEY_PATTERN.fullmatch(key) is not None
 
 
-def _child(path: str, field: object) -> str:
-    """``path.field``, or ``path`` alone when the field is not a short plain string."""
-    if not (isinstance(field, str) and 0 < len(field) <= 64 and re.fullmatch(r"[A-Za-z0-9_.-]+", field)):
-        return path
-    return f"{path}.{field}" if path else field
+def child(path: str, field: object) -> str:
+    """``path.field``, or ``path`` alone when the field is not a short plain string (here and in
+    resource_settings, so a field is named the same way in every error path)."""
+    if isinstance(field, str) and _PLAIN_FIELD.fullmatch(field):
+        return f"{path}.{field}" if path else field
+    return path
 

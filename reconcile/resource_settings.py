@@ -43,12 +43,12 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from .document import MAX_KEYS, child
 from .document_checks import json_type, show
 from .quantity import KEY_PATTERN, MAX_QUANTITY, MILLI, QuantityError, parse_quantity
 
-__all__ = ["MAX_KEYS", "ResourceError", "read_resources", "resources_from_settings"]
+__all__ = ["MAX_KEYS", "ResourceError", "child", "read_resources", "resources_from_settings"]
 
-MAX_KEYS = 100  # per resource vector, as in the configuration document
 SERVER_KEY = "step_run"
 SETTINGS_FIELDS = ("gpu_count", "cpu_count", "memory", "pool_resources")
 MEMORY_UNITS = {
@@ -58,7 +58,6 @@ MEMORY_UNITS = {
 _MEMORY = re.compile(r"([0-9]{1,30})(" + "|".join(MEMORY_UNITS) + r")")  # matched whole
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")
 _MAX_CPU_COUNT = MAX_QUANTITY // MILLI // 1000  # so that mcpu stays a quantity (≤ 10^12)
-_PLAIN_FIELD = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 class ResourceError(QuantityError):
@@ -147,10 +146,3 @@ def _memory_mb(value: Any, path: str) -> int:
     if megabytes * MILLI > MAX_QUANTITY:
         raise ResourceError(path, "invalid_quantity", "memory must be at most 10^12 MB")
     return megabytes
-
-
-def child(path: str, field: object) -> str:
-    """``path.field``, or ``path`` alone when the field is not a short plain string."""
-    if isinstance(field, str) and _PLAIN_FIELD.fullmatch(field):
-        return f"{path}.{field}" if path else field
-    return path

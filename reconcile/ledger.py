@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from typing import NamedTuple
 
 from .model import ALL_POOLS, ALLOCATED, PREEMPTING, Config, Request
-from .quantity import UNMETERED_BY_DEFAULT, Vector
+from .quantity import Vector
 from .quota import PoolTerms
 
 Usage = dict[str, int]
@@ -50,8 +50,7 @@ class Ledger:
     def __init__(self, config: Config | None = None) -> None:
         # Usage counts a key only on pools that meter it (§1: unmetered keys are never checked
         # there, so they cannot use up a quota either). Without a config every key counts.
-        self.unmetered: dict[str, frozenset[str]] = {} if config is None else {
-            pool.name: UNMETERED_BY_DEFAULT - pool.capacity.keys() for pool in config.pools}
+        self.unmetered: dict[str, frozenset[str]] = {} if config is None else config.unmetered
         self.pool_used: defaultdict[str, Usage] = defaultdict(dict)
         self.policy_used: defaultdict[tuple[str, str], Usage] = defaultdict(dict)
         self.policy_np: defaultdict[tuple[str, str], Usage] = defaultdict(dict)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
 
-from .quantity import Vector
+from .quantity import Vector, unmetered_keys
 from .reasons import Reason
 
 ALL_POOLS = "*"  # the scope of a quota row that counts usage over every pool
@@ -113,6 +113,11 @@ class Config:
     def queue_exists(self, policy: str, profile: str) -> bool:
         found = self.profile.get(profile)
         return found is not None and policy in self.policy and policy in found.policies
+
+    @cached_property
+    def unmetered(self) -> dict[str, frozenset[str]]:
+        """Pool name → the keys it does not meter (quantity.unmetered_keys), which its usage skips."""
+        return {p.name: unmetered_keys(p.capacity) for p in self.pools}
 
     @cached_property
     def execution_index(self) -> dict[tuple[str, str], int]:

@@ -30,6 +30,16 @@ _MAX_STRING = 40  # longer than any valid quantity; refuses huge inputs before p
 UNMETERED_BY_DEFAULT = frozenset({"mcpu", "memory_mb", "step_run"})
 
 
+def unmetered_keys(capacity: Mapping[str, Any]) -> frozenset[str]:
+    """The keys a pool with this capacity does not meter: those unmetered by default that it does
+    not list (§1). Usage of them is never checked there, nor counted against a quota.
+
+    >>> sorted(unmetered_keys({"gpu": 8000, "mcpu": 64000}))
+    ['memory_mb', 'step_run']
+    """
+    return UNMETERED_BY_DEFAULT.difference(capacity)
+
+
 class QuantityError(ValueError):
     """A quantity or resource vector that spec §1 does not allow. The message says why."""
 

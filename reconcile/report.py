@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from .borrowing import borrowed_units
 from .model import ALL_POOLS, Config, Request
-from .quantity import UNMETERED_BY_DEFAULT
 from .quota import TermsCache
 
 
@@ -48,7 +47,7 @@ def usage_report(config: Config, requests: Iterable[Request]) -> list[UsageRow]:
     terms = TermsCache(config)
     usage: defaultdict[tuple[str, str, str], int] = defaultdict(int)
     borrowed: defaultdict[tuple[str, str, str], int] = defaultdict(int)
-    unmetered = {pool.name: UNMETERED_BY_DEFAULT - pool.capacity.keys() for pool in config.pools}
+    unmetered = config.unmetered
     for policy in config.policies:
         units = borrowed_units(terms, policy.name, live)
         for request in live:

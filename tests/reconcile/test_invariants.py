@@ -309,10 +309,3 @@ def test_a_second_pass_that_rewrites_a_reason_is_caught():  # I-8, §9
     assert matches(found, ["I-8: the second pass rewrites a reason: request 2 WaitingForQuota → WaitingForCapacity"]), \
         found
     assert check_idempotent(state) == []
-
-
-def test_violations_are_values():
-    one = Violation("I-1", "pool dc: 3 gpu in use, above its capacity of 2")
-    assert one == Violation("I-1", "pool dc: 3 gpu in use, above its capacity of 2") and hash(one)
-    with pytest.raises(AttributeError):
-        one.invariant = "I-2"  # type: ignore[misc]

@@ -5,12 +5,9 @@ Readers return milli-units with explicit zeros kept; each error names its field 
 
 from __future__ import annotations
 
-import doctest
-
 import pytest
 
-import reconcile.resource_settings
-from reconcile.quantity import QuantityError, Vector
+from reconcile.quantity import Vector
 from reconcile.resource_settings import ResourceError, read_resources, resources_from_settings
 
 
@@ -103,7 +100,7 @@ def test_bad_resource_settings_are_refused_naming_the_field(name, given, path, c
     with pytest.raises(ResourceError) as raised:
         resources_from_settings(given)
     assert (raised.value.path, raised.value.code) == (path, code)
-    assert isinstance(raised.value, QuantityError) and raised.value.message
+    assert path.rsplit(".", 1)[-1] in raised.value.message  # the sentence names the field too
 
 
 RESOURCES = [
@@ -143,7 +140,3 @@ def test_bad_resources_are_refused_naming_the_key(name, raw, path, code):
     with pytest.raises(ResourceError) as raised:
         read_resources(raw)
     assert (raised.value.path, raised.value.code) == (path, code)
-
-
-def test_the_module_examples_hold():
-    assert doctest.testmod(reconcile.resource_settings).failed == 0

@@ -14,9 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reconcile import Config, State, Vector, plan
-from reconcile.quota import TermsCache, eligibility, ineligibility, pool_terms
+from reconcile.model import Policy, Pool, Quota
+from reconcile.quota import TermsCache, eligibility, eligible, ineligibility, pool_terms
 from tests.reconcile.builders import config, policy, pool, profile, req, snapshot
 from tests.reconcile.cases import Case, case_id, outcome
 
@@ -182,6 +185,27 @@ INELIGIBILITY = [
 def test_ineligibility_on_one_pool_checks_only_what_the_pool_meters(name, pol, where, resources, preemptible, code):
     failure = ineligibility(pool_terms(pol, where), Vector.parse(resources), preemptible)
     assert (failure.reason.value if failure else None) == code
+
+
+# Small amounts around the bounds, keys the pool meters, may meter or lacks, scopes of this pool,
+# of another and "*": every rule of R-11…R-13 both holds and fails in some draws.
+_AMOUNT = st.integers(0, 6).map(lambda n: n * 500)
+_BOUND = st.none() | _AMOUNT
+_POOL = st.dictionaries(st.sampled_from(("gpu", "lic", "mcpu", "memory_mb")), st.integers(1, 6).map(lambda n: n * 500),
+                        max_size=4).map(lambda capacity: Pool("p", Vector(capacity)))
+_ROW = st.builds(Quota, st.sampled_from(("*", "p", "q")), st.sampled_from(("gpu", "lic", "mcpu")), _BOUND, _BOUND)
+_RESOURCES = st.dictionaries(st.sampled_from(("gpu", "lic", "mcpu", "memory_mb", "step_run", "disk")), _AMOUNT,
+                             max_size=4).map(Vector)
+
+
+@settings(max_examples=500)
+@given(_POOL, st.lists(_ROW, max_size=6), _RESOURCES, st.booleans())
+def test_eligible_is_true_exactly_when_no_rule_fails(where, rows, resources, preemptible):  # R-10…R-14
+    """R-10: a request is eligible on a pool when none of R-11…R-13 fails there. The pass asks
+    ``eligible`` (one look per key) and only on failure ``ineligibility`` for the first failing rule
+    (R-14): the two must agree."""
+    terms = pool_terms(Policy("t", quotas=tuple(rows)), where)
+    assert eligible(terms, resources, preemptible) == (ineligibility(terms, resources, preemptible) is None)
 
 
 # --- through the pass ---------------------------------------------------------------------

@@ -196,12 +196,11 @@ def eligible(terms: PoolTerms, resources: Mapping[str, int], preemptible: bool) 
 
 
 def eligibility(
-    config: Config, terms: TermsCache, policy: str, profile: str, resources: Vector, preemptible: bool
+    terms: TermsCache, policy: str, profile: str, resources: Vector, preemptible: bool
 ) -> tuple[tuple[str, ...], Ineligible | None]:
     """Pools where the request is eligible, in precedence order, and why not when there are none.
 
-    The reason given names the first failing rule on the most preferred pool (R-14). ``config``
-    is ``terms.config``, still taken so that callers need not change.
+    The reason given names the first failing rule on the most preferred pool (R-14).
     """
     pools, failure = judge_queue(terms, policy, profile, resources, preemptible)
     return tuple(pool for pool, _ in pools), failure

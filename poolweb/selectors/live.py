@@ -22,7 +22,7 @@ from django.db.models import Count, F, QuerySet
 from poolweb.models import Request as RequestRow
 from poolweb.services.state import SNAPSHOT_FIELDS, live_config, to_engine
 from reconcile import ALL_POOLS, State
-from reconcile.quantity import UNMETERED_BY_DEFAULT
+from reconcile.quantity import unmetered_keys
 from reconcile.report import usage_report
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
@@ -92,7 +92,7 @@ def pool_states(names: Collection[str] | None = None) -> list[PoolState]:
 
 def _pool_state(name: str, description: str, capacity: Amounts, used: Amounts, held: Amounts,
                 pending: int, running: int) -> PoolState:
-    unmetered = UNMETERED_BY_DEFAULT - capacity.keys()
+    unmetered = unmetered_keys(capacity)
     used = {key: amount for key, amount in used.items() if key not in unmetered}
     held = {key: amount for key, amount in held.items() if key not in unmetered}
     free = {key: max(0, amount - used.get(key, 0)) for key, amount in capacity.items()}

@@ -116,7 +116,7 @@ def request_create(*, user, submission: Submission, config: Config,
     returns the winner's request.
     """
     s, now = submission, timezone.now()
-    _, failure = eligibility(config, TermsCache(config), s.policy, s.profile, s.resources, s.preemptible)
+    _, failure = eligibility(TermsCache(config), s.policy, s.profile, s.resources, s.preemptible)
     fields = dict(owner=user, policy=s.policy, profile=s.profile, resources=dict(s.resources),
                   preemptible=s.preemptible, max_retries=s.max_retries, lease_seconds=s.lease_seconds, name=s.name,
                   labels=s.labels or {}, submitted_at=now, idempotency_key=idempotency_key)

@@ -43,7 +43,7 @@ class Ask:
 
 def judge(ask: Ask) -> tuple[tuple[str, ...], str | None, str | None]:
     resources = Vector.parse({**ask.resources, "step_run": 1})  # the server adds step_run: 1
-    pools, failure = eligibility(ask.cfg, TermsCache(ask.cfg), ask.policy, ask.profile, resources, ask.preemptible)
+    pools, failure = eligibility(TermsCache(ask.cfg), ask.policy, ask.profile, resources, ask.preemptible)
     return pools, (failure.reason.value if failure else None), (failure.message if failure else None)
 
 

@@ -59,16 +59,17 @@ WAITING_FIELDS = ("reason", "message", "position", "queue_pool")  # what a pass 
 
 def to_engine(row: Sequence, vectors: dict[str, Vector] | None = None) -> Request:
     """A request row as the engine's value: ``SNAPSHOT_FIELDS`` in order, as ``values_list``
-    gives them or as the driver does (``request_rows``). ``vectors`` shares one Vector among
-    rows whose resources read alike."""
+    gives them, or as the driver does (``request_rows``, with ``vectors``: one Vector shared by
+    the rows whose resources read alike)."""
     (request_id, policy, profile, resources, submitted_at, state, preemptible, max_retries, attempt, pool,
      allocated_at, lease_seconds, lease_expires_at, preempted_by, preempted_at, reason,
      held_pool) = row[:len(SNAPSHOT_FIELDS)]
-    vector = vectors.get(resources) if vectors is not None and isinstance(resources, str) else None
-    if vector is None:
-        vector = Vector(decoded(resources))
-        if vectors is not None and isinstance(resources, str):
-            vectors[resources] = vector
+    if vectors is None:  # values_list: resources decoded already, and not hashable
+        vector = Vector(resources)
+    else:  # request_rows: resources as the JSON text, a key for the shared Vector
+        vector = vectors.get(resources)
+        if vector is None:
+            vector = vectors[resources] = Vector(decoded(resources))
     return Request(
         id=request_id, policy=policy, profile=profile, resources=vector, submitted_at=moment(submitted_at),
         state=State(state), preemptible=bool(preemptible), max_retries=max_retries, attempt=attempt, pool=pool,

@@ -18,7 +18,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from poolweb.api.errors import DetailSchema, ErrorsSchema, IssueSchema, bad_request
+from poolweb.api.versions import BASE_VERSION, STALE, base_version_param, stale_response
 from poolweb.services import config as services
+from poolweb.services.draft_base import DraftStale
 from poolweb.services.preview import draft_preview
 
 TAG = "configuration"
@@ -171,6 +173,8 @@ class StrictBooleanField(serializers.BooleanField):
 class ProvisionInput(serializers.Serializer):
     comment = StrictCharField(required=False, allow_blank=True, trim_whitespace=False,
                               max_length=services.MAX_COMMENT, default="")
+    confirm_stale = StrictBooleanField(required=False, default=False,
+                                       help_text="provision even if the draft's base version is no longer live")
 
 
 class ManagementState(serializers.Serializer):
@@ -194,6 +198,8 @@ class AdminView(APIView):
             return bad_request(exc.errors)
         if isinstance(exc, services.ConfigNotFound):
             exc = exceptions.NotFound(str(exc))
+        if isinstance(exc, DraftStale):
+            return stale_response(exc)
         return super().handle_exception(exc)
 
 
@@ -211,13 +217,14 @@ class DraftView(AdminView):
         return Response(services.draft_get())
 
     @extend_schema(tags=[TAG], operation_id="config_draft_update", request=DraftDocument,
-                   responses={200: DraftDocument, 400: BAD_REQUEST},
+                   parameters=[BASE_VERSION], responses={200: DraftDocument, 400: BAD_REQUEST},
                    summary="Replace the draft; saved even when invalid, 400 only when malformed",
                    description="Malformed: not an object, wrong types, unreadable quantities, unknown fields, "
                                "over-long text. A semantically invalid draft (unknown references, a profile "
                                "without connection…) is saved; validate tells what provision would refuse.")
     def put(self, request):
-        return Response(services.draft_save(document=request.data, user=request.user))
+        return Response(services.draft_save(document=request.data, user=request.user,
+                                            base_version=base_version_param(request)))
 
     @extend_schema(tags=[TAG], operation_id="config_draft_destroy", responses={204: None},
                    summary="Discard the draft (idempotent)")
@@ -247,12 +254,13 @@ class DraftPreviewView(AdminView):
 
 class DraftProvisionView(AdminView):
     @extend_schema(tags=[TAG], operation_id="config_draft_provision", request=ProvisionInput,
-                   responses={200: ProvisionResult, 400: BAD_REQUEST, 404: NO_DRAFT},
+                   responses={200: ProvisionResult, 400: BAD_REQUEST, 404: NO_DRAFT, 409: STALE},
                    summary="Validate and publish the draft as the next version, then discard the draft")
     def post(self, request):
         body = ProvisionInput(data=request.data)
         body.is_valid(raise_exception=True)
-        version = services.draft_provision(user=request.user, comment=body.validated_data["comment"])
+        version = services.draft_provision(user=request.user, comment=body.validated_data["comment"],
+                                           confirm_stale=body.validated_data["confirm_stale"])
         return Response({"version": version.number})
 
 

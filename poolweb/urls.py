@@ -11,4 +11,5 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[AllowAny]),
          name="api-docs"),
+    path("", include("poolweb.console.urls")),
 ]

@@ -1,0 +1,139 @@
+"""The console's pages (spec/console.md). Thin: a selector or a service read for what the page
+shows, a template. Every write is the REST API's, called by the page's JavaScript; the two
+``editor/…`` fragments only render (the draft being edited, the preview of the saved draft).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from poolweb.console import pages
+from poolweb.console.cards import live_board
+from poolweb.console.drafts import document_board, draft_board
+from poolweb.selectors.configuration import live_configuration
+from poolweb.selectors.live import pool_states
+from poolweb.services.config import ConfigNotFound, version_document, version_list
+from poolweb.services.draft_base import draft_info
+from poolweb.services.preview import draft_preview
+from poolweb.services.versions import version_changes, version_summaries
+from reconcile.diff import summarize
+
+VERSIONS_PER_PAGE = 50
+
+
+def admin_required(view):
+    """Signed in (else to the sign-in page) and an admin (else 403)."""
+    @login_required
+    @wraps(view)
+    def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not request.user.is_staff:
+            raise PermissionDenied("only administrators may see this page")
+        return view(request, *args, **kwargs)
+    return checked
+
+
+@login_required
+@require_GET
+def configuration(request: HttpRequest) -> HttpResponse:
+    view = live_configuration()
+    draft = draft_info() if request.user.is_staff else None
+    return render(request, "console/configuration.html", {
+        "view": view, "board": live_board(view, pool_states()), "draft": draft,
+        "page": {"admin": request.user.is_staff, "live_version": view.version,
+                 "draft": draft is not None and draft.exists},
+    })
+
+
+@admin_required
+@require_POST
+def editor_board(request: HttpRequest) -> HttpResponse:
+    """The board of the draft being edited: ``{"document", "errors", "warnings"}`` in, HTML out."""
+    try:
+        body = json.loads(request.body)
+    except (ValueError, UnicodeDecodeError):
+        return HttpResponseBadRequest("the body is not JSON")
+    if not isinstance(body, dict):
+        return HttpResponseBadRequest('the body is {"document", "errors", "warnings"}')
+    live = live_board(live_configuration(), ())
+    board = draft_board(body.get("document"), live, _list(body.get("errors")), _list(body.get("warnings")))
+    return render(request, "console/partials/board.html", {"board": board})
+
+
+@admin_required
+@require_POST
+def editor_preview(request: HttpRequest) -> HttpResponse:
+    try:
+        preview = draft_preview()
+    except ConfigNotFound:
+        raise Http404("there is no draft: save it first") from None
+    return render(request, "console/partials/preview.html", {"preview": pages.preview_sections(preview)})
+
+
+@admin_required
+@require_GET
+def versions(request: HttpRequest) -> HttpResponse:
+    page = Paginator(version_list(), VERSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    summaries = version_summaries(list(page))
+    rows = [(version, summaries[version.number]) for version in page]
+    return render(request, "console/versions.html", {"page_obj": page, "rows": rows,
+                                                     "draft": draft_info()})
+
+
+@admin_required
+@require_GET
+def version(request: HttpRequest, number: int) -> HttpResponse:
+    try:
+        document = version_document(number=number)
+    except ConfigNotFound as missing:
+        raise Http404(str(missing)) from None
+    row = version_list().get(number=number)
+    document.pop("version", None)
+    draft = draft_info()
+    return render(request, "console/version.html", {
+        "version": row, "board": document_board(document), "draft": draft,
+        "document": json.dumps(document, indent=2, ensure_ascii=False),
+        "page": {"version": number, "draft": draft.exists, "live_version": draft.live_version},
+    })
+
+
+@admin_required
+@require_GET
+def version_diff(request: HttpRequest, a: int, b: int) -> HttpResponse:
+    try:
+        changes = version_changes(before=a, after=b)
+    except ConfigNotFound as missing:
+        raise Http404(str(missing)) from None
+    return render(request, "console/version_diff.html", {
+        "before": a, "after": b, "sections": pages.diff_sections(changes), "summary": summarize(changes),
+        "newest": version_list().values_list("number", flat=True).first() or 0,
+    })
+
+
+@admin_required
+@require_GET
+def version_compare(request: HttpRequest) -> HttpResponse:
+    """The compare form of the versions page: ``?before=a&after=b`` to the diff page."""
+    try:
+        a, b = int(request.GET["before"]), int(request.GET["after"])
+    except (KeyError, ValueError):
+        return HttpResponseBadRequest("choose two versions to compare")
+    return redirect("console:version-diff", a=a, b=b)
+
+
+@login_required
+@require_GET
+def coming(request: HttpRequest, page: str) -> HttpResponse:
+    """The pages of the console's part 2, announced with what is there now (the API)."""
+    return render(request, "console/coming.html", {"coming": pages.COMING[page], "section": page})
+
+
+def _list(value) -> list:
+    return value if isinstance(value, list) else []

@@ -79,6 +79,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "poolweb.console.context.shell",
             ],
+            "libraries": {"console": "poolweb.console.templatetags"},
         },
     },
 ]

@@ -43,14 +43,16 @@ def diff_sections(changes: Sequence[Change]) -> list[dict]:
     return sections
 
 
-def preview_sections(preview: Mapping) -> dict:
+def preview_sections(preview: Mapping, changes: Sequence[Change] | None) -> dict:
     """The API's preview (services.preview), with its request groups in a fixed order and each
-    usage row saying whether it changes."""
+    usage row saying whether it changes, and the draft's ``changes`` to the configuration as
+    sentences (None: the draft is invalid)."""
     groups = [{"key": key, "title": title, "meaning": meaning, "requests": preview.get(key, [])}
               for key, title, meaning in PREVIEW_GROUPS]
     usage = [{**row, "changed": row.get("before") != row.get("after")} for row in preview.get("usage", [])]
     return {"valid": preview.get("valid"), "errors": preview.get("errors", []), "groups": groups,
-            "usage": usage, "changes": any(group["requests"] for group in groups)}
+            "usage": usage, "decided": any(group["requests"] for group in groups),
+            "changes": None if changes is None else [str(change) for change in changes]}
 
 
 COMING = {

@@ -23,7 +23,7 @@ from poolweb.selectors.live import pool_states
 from poolweb.services.config import ConfigNotFound, version_document, version_list
 from poolweb.services.draft_base import draft_info
 from poolweb.services.preview import draft_preview
-from poolweb.services.versions import version_changes, version_summaries
+from poolweb.services.versions import draft_changes, version_changes, version_summaries
 from reconcile.diff import summarize
 
 VERSIONS_PER_PAGE = 50
@@ -71,10 +71,10 @@ def editor_board(request: HttpRequest) -> HttpResponse:
 @require_POST
 def editor_preview(request: HttpRequest) -> HttpResponse:
     try:
-        preview = draft_preview()
+        preview, changes = draft_preview(), draft_changes()
     except ConfigNotFound:
         raise Http404("there is no draft: save it first") from None
-    return render(request, "console/partials/preview.html", {"preview": pages.preview_sections(preview)})
+    return render(request, "console/partials/preview.html", {"preview": pages.preview_sections(preview, changes)})
 
 
 @admin_required

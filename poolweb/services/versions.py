@@ -1,5 +1,6 @@
-"""Comparing provisioned versions (reconcile.diff on their documents): the diff between any two,
-and the one-line summary of each version against the one before it.
+"""Comparing configurations (reconcile.diff on their documents): the diff between any two
+versions, the one-line summary of each version against the one before it, and what the saved
+draft would change.
 
 Version 0 is the empty configuration before the first provision, so "what version 1 did" and
 "what changed since a draft made from nothing" are diffs like any other.
@@ -10,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from poolweb.models import ConfigVersion
-from poolweb.services.config import ConfigNotFound
+from poolweb.services.config import ConfigNotFound, draft_get
 from poolweb.services.draft_base import MAX_VERSION
-from poolweb.services.state import config_of
+from poolweb.services.state import config_of, live_config
 from reconcile import Config
 from reconcile.diff import Change, diff, summarize
+from reconcile.document import parse_document
 
 
 def version_config(number: int) -> Config:
@@ -29,6 +31,13 @@ def version_config(number: int) -> Config:
 
 def version_changes(*, before: int, after: int) -> tuple[Change, ...]:
     return diff(version_config(before), version_config(after))
+
+
+def draft_changes() -> tuple[Change, ...] | None:
+    """What provisioning the saved draft would change against the live version; None while the
+    draft does not validate (there is then no configuration to compare)."""
+    parsed = parse_document(draft_get())
+    return None if parsed.config is None else diff(live_config(), parsed.config)
 
 
 def version_summaries(versions: Sequence[ConfigVersion]) -> dict[int, str]:

@@ -44,5 +44,10 @@ if (page.admin) {
   // Members never load the editor; for admins the button works from the first moment.
   const ready = import("./editor.js").then(({ Editor }) => { editor = new Editor({ board, redraw }); return editor; });
   document.getElementById("open-editor").addEventListener("click", async () => (await ready).open());
+  document.getElementById("first-pool")?.addEventListener("click", async () => {
+    const opened = await ready;
+    await opened.open();
+    opened.addPool();
+  });
   if (location.hash === "#editor") (await ready).open();
 }

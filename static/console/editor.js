@@ -72,14 +72,17 @@ export class Editor {
 
   async render(focus) {
     const mine = ++this.renders;
+    this.board.setAttribute("aria-busy", "true");
     let html;
     try {
       html = await fragment("/editor/board/", { document: this.doc, errors: this.errors, warnings: this.warnings });
     } catch (error) {
+      this.board.removeAttribute("aria-busy");
       this.say(`The board could not be drawn: ${error.message}`, "error");
       return;
     }
     if (mine !== this.renders) return; // a later edit's render is on its way
+    this.board.removeAttribute("aria-busy");
     this.board.innerHTML = html;
     this.redraw();
     this.status();

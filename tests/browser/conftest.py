@@ -11,7 +11,6 @@ test_sign_in.py signs in through the form.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -41,7 +40,7 @@ START_TIMEOUT = 60.0  # daphne's start is mostly Django's; the machine may be bu
 
 @pytest.fixture(scope="session")
 def browser():
-    if not CHROMIUM.exists() and shutil.which("chromium") is None:
+    if not CHROMIUM.exists():
         pytest.skip("Chromium is not installed at /usr/bin/chromium (apt-get install chromium; .ci/run does)")
     from playwright.sync_api import sync_playwright
 
@@ -144,6 +143,10 @@ def visit(browser, server):
 def screenshot(page, name: str) -> None:
     """docs/screenshots/<name>.png, the whole page as a person sees it at 1280×800."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.evaluate("window.scrollTo(0, 0)")  # sticky bars at the top, where a person first sees them
-    page.wait_for_timeout(300)  # the lines are drawn on the next animation frame
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    # A window as tall as the page rather than a full-page capture, which draws the sticky header
+    # and toolbar where the page happens to be scrolled.
+    height = page.evaluate("document.documentElement.scrollHeight")
+    page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], height)})
+    page.wait_for_timeout(300)  # the lines are redrawn on the next animation frame
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+    page.set_viewport_size(VIEWPORT)

@@ -19,6 +19,11 @@ def button(page: Page, name: str) -> Locator:
     return page.get_by_role("button", name=name, exact=True)
 
 
+def settled(page: Page) -> None:
+    """Until the board shows the draft as it is now (it is aria-busy while a re-render is on its way)."""
+    expect(page.locator("#board")).not_to_have_attribute("aria-busy", "true")
+
+
 def open_editor(page: Page) -> None:
     button(page, "Open editor").click()
     expect(button(page, "Exit editor")).to_be_visible()
@@ -92,9 +97,11 @@ def connect(page: Page, profile: str, pool: str, name: str = "") -> None:
 
 def move(page: Page, list_name: str, item: str, direction: str) -> None:
     """``Move <item> up/down`` in the list named ``list_name``, by keyboard: focus it, press Enter."""
+    settled(page)
     control = page.get_by_role("list", name=list_name).get_by_role("button", name=f"Move {item} {direction}")
     control.focus()
     page.keyboard.press("Enter")
+    settled(page)
 
 
 def say(page: Page) -> Locator:

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from poolweb.models import Draft
 from tests.browser.conftest import expect_items, item_names, screenshot
 from tests.browser.steps import (
-    add_policy, add_pool, add_profile, button, card, confirm, connect, dialog, move, open_editor, save, say,
+    add_policy, add_pool, add_profile, button, card, confirm, connect, dialog, move, open_editor, save, say, settled,
 )
 
 
@@ -137,6 +137,7 @@ def test_each_order_is_changed_by_drag(visit, demo):
         found = page.get_by_role("list", name=list_name)
         found.get_by_role("listitem", name=item).drag_to(found.get_by_role("listitem", name=onto),
                                                         target_position={"x": 20, "y": 3})
+        settled(page)
 
     drag("Execution order of h100", "job", "8xgpu")
     expect(page.get_by_role("list", name="Execution order of h100").get_by_role("listitem").first).to_have_attribute(

@@ -1,7 +1,7 @@
 """Requests API (api.md §2 "Requests"): submit, list, detail, heartbeat, release, cancel.
 
 Views are thin: read the input, call one service or selector, return the request object. The
-submission body is judged by ``services.requests.read_submission`` (paths and codes of its own);
+submission body is read by ``api.submission.read_submission`` (paths and codes of its own);
 the serializers below describe the shapes for the OpenAPI schema, and ``RequestSerializer``
 writes the request object.
 
@@ -16,54 +16,57 @@ from __future__ import annotations
 import re
 
 from django.urls import path
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from poolweb.api.errors import DetailSchema, ErrorsSchema, bad_request
+from poolweb.api.fields import QuantityInput
 from poolweb.api.reads import CatchUpOnRead
-from poolweb.api.representations import RequestSerializer, request_data
+from poolweb.api.representations import RequestSerializer
+from poolweb.api.submission import (
+    LEASE_BOUNDS, MAX_LABEL_VALUE, MAX_NAME, SubmissionInvalid, idempotency_key_errors, read_submission,
+)
 from poolweb.models import Request as RequestRow
-from poolweb.selectors.requests import RequestFilters, request_get, request_list
+from poolweb.selectors.requests import RequestFilters, request_by_idempotency_key, request_get, request_list
+from poolweb.selectors.versions import live_config
 from poolweb.services import requests as services
+from poolweb.services.payloads import request_data
 from reconcile import State
+from reconcile.document import NAME_PATTERN
+from reconcile.lifecycle import LEASE_SECONDS_DEFAULT
+from reconcile.resource_settings import MEMORY_UNITS
 
 TAG = "requests"
-NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # policies, profiles, pools (matched whole)
 USERNAME_PATTERN = re.compile(r"[\w.@+-]{1,150}")  # Django's username validator
 NUMBER_PATTERN = re.compile(r"[0-9]{1,18}")
 
 
 # --- the submission body, for the schema ---------------------------------------------------------
 
-@extend_schema_field({"oneOf": [{"type": "number", "minimum": 0, "maximum": 1e12},
-                                {"type": "string", "pattern": r"^[0-9]+(\.[0-9]{1,3})?$"}]})
-class QuantityField(serializers.Field):
-    pass
-
-
 class ResourceSettingsSchema(serializers.Serializer):
-    gpu_count = QuantityField(required=False, help_text="gpu; 0 removes gpu")
-    cpu_count = QuantityField(required=False, help_text="mcpu = ceil(cpu_count × 1000)")
-    memory = serializers.RegexField(r"^[0-9]+(KB|MB|GB|TB|PB|KiB|MiB|GiB|TiB|PiB)$", required=False,
+    gpu_count = QuantityInput(required=False, help_text="gpu; 0 removes gpu")
+    cpu_count = QuantityInput(required=False, help_text="mcpu = ceil(cpu_count × 1000)")
+    memory = serializers.RegexField(rf"^[0-9]+({'|'.join(MEMORY_UNITS)})$", required=False,
                                     help_text="memory_mb = ceil(bytes / 10^6)")
-    pool_resources = serializers.DictField(child=QuantityField(), required=False,
+    pool_resources = serializers.DictField(child=QuantityInput(), required=False,
                                            help_text="other keys; the typed fields override the same keys")
 
 
 class SubmitSchema(serializers.Serializer):
     policy = serializers.CharField(help_text="a policy listed on the profile")
     profile = serializers.CharField()
-    resources = serializers.DictField(child=QuantityField(), required=False,
+    resources = serializers.DictField(child=QuantityInput(), required=False,
                                       help_text="dynamic profiles only; the allotment gives the other keys")
     resource_settings = ResourceSettingsSchema(required=False, help_text="dynamic profiles only, not with resources")
     preemptible = serializers.BooleanField(required=False, default=True)
     max_retries = serializers.IntegerField(required=False, default=0, min_value=0, max_value=services.MAX_RETRIES)
-    lease_seconds = serializers.IntegerField(required=False, default=300, min_value=10, max_value=86400)
-    name = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_NAME)
-    labels = serializers.DictField(child=serializers.CharField(max_length=services.MAX_LABEL_VALUE, allow_blank=True),
+    lease_seconds = serializers.IntegerField(required=False, default=LEASE_SECONDS_DEFAULT, min_value=LEASE_BOUNDS[0],
+                                             max_value=LEASE_BOUNDS[1])
+    name = serializers.CharField(required=False, allow_blank=True, max_length=MAX_NAME)
+    labels = serializers.DictField(child=serializers.CharField(max_length=MAX_LABEL_VALUE, allow_blank=True),
                                    required=False, help_text="at most 50; keys 1 to 63 characters")
 
 
@@ -130,12 +133,25 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
     def post(self, request):
         key = request.headers.get("Idempotency-Key")
         try:
-            row, created = services.request_submit(user=request.user, data=request.data, idempotency_key=key)
-        except services.RequestInputError as error:
+            row, created = self.submit(request, key)
+        except SubmissionInvalid as error:
             return bad_request(error.errors)
         headers = {"Location": f"{request.path.rstrip('/')}/{row.pk}"}
         return Response(request_data(row), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
                         headers=headers)
+
+
+    @staticmethod
+    def submit(request, key: str | None) -> tuple[RequestRow, bool]:
+        """A retried ``Idempotency-Key`` returns the first request before the body is even read."""
+        if key is not None:
+            if errors := idempotency_key_errors(key):
+                raise SubmissionInvalid(errors)
+            earlier = request_by_idempotency_key(user=request.user, key=key)
+            if earlier is not None:
+                return earlier, False
+        submission = read_submission(request.data, live_config())
+        return services.request_submit(user=request.user, submission=submission, idempotency_key=key)
 
 
 class RequestView(CatchUpOnRead, APIView):

@@ -23,7 +23,7 @@ from rest_framework.test import APIClient
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
-from poolweb.api.auth import token_create
+from poolweb.services.tokens import token_issue
 from poolweb.models import Request as RequestRow
 from poolweb.services.reconciler import reconcile_pass
 from poolweb.wsgi import application
@@ -124,7 +124,7 @@ def world(provisioned, alice, bob, carol) -> dict:
                 (carol, "dev", "half", {"gpu": 500, "step_run": 1000}),
             ]]
     reconcile_pass()
-    tokens = {"alice": token_create(user=alice), "bob": token_create(user=bob)}
+    tokens = {"alice": token_issue(user=alice), "bob": token_issue(user=bob)}
     saved = APIClient().put(f"{BASE}/config/draft", document(), format="json",
                             HTTP_AUTHORIZATION=f"Bearer {tokens['alice']}")
     assert saved.status_code == 200, saved.content

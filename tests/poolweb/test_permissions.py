@@ -16,7 +16,7 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from poolweb.api.auth import token_create
+from poolweb.services.tokens import token_issue
 from poolweb.models import Request as RequestRow
 from poolweb.services.reconciler import reconcile_pass
 
@@ -104,7 +104,7 @@ def bobs_request(provisioned, alice, bob) -> RequestRow:
 def caller(user: User | None) -> APIClient:
     client = APIClient()
     if user is not None:
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_create(user=user)}")
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_issue(user=user)}")
     return client
 
 

@@ -75,6 +75,7 @@ MATRIX = [
     signed_in("GET", "/pools"),
     signed_in("GET", "/pools/h100/queue"),
     signed_in("GET", "/policies"),
+    admin_only("GET", "/health", OK),
 ]
 
 PERSONAS = ("anonymous", "bob", "carol", "alice")
@@ -85,8 +86,6 @@ def cases():
         queue = f" {row.body['policy']}" if row.body and "policy" in row.body else ""
         for persona in PERSONAS:
             yield pytest.param(row, persona, id=f"{row.method} {row.path}{queue} as {persona}")
-
-
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 
 from poolweb.api.admin_only import BAD_REQUEST, NO_DRAFT, TAG, AdminView
-from poolweb.api.errors import DetailSchema, IssueSchema, issue_data
+from poolweb.api.errors import DetailSchema, IssueSchema, VerdictSchema, issue_data
 from poolweb.api.fields import QuantityInput
 from poolweb.api.preview import DraftPreviewView
 from poolweb.selectors import versions as selectors
@@ -79,9 +79,7 @@ class ConfigDocument(DraftDocument):
     version = serializers.IntegerField(read_only=True, help_text="0 before the first provision")
 
 
-class ValidationSchema(serializers.Serializer):
-    valid = serializers.BooleanField()
-    errors = IssueSchema(many=True)
+class ValidationSchema(VerdictSchema):
     warnings = IssueSchema(many=True)
 
 

@@ -70,5 +70,12 @@ class ErrorsSchema(serializers.Serializer):
     errors = IssueSchema(many=True)
 
 
+class VerdictSchema(serializers.Serializer):
+    """Whether a draft could be provisioned, and why not."""
+
+    valid = serializers.BooleanField()
+    errors = IssueSchema(many=True)
+
+
 class DetailSchema(serializers.Serializer):
     detail = serializers.CharField()

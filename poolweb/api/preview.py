@@ -11,7 +11,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from poolweb.api.admin_only import NO_DRAFT, TAG, AdminView
-from poolweb.api.errors import IssueSchema, issue_data
+from poolweb.api.errors import VerdictSchema, issue_data
 from poolweb.services.payloads import quantity
 from poolweb.services.preview import DraftPreview, draft_preview
 from reconcile import Decision
@@ -51,9 +51,7 @@ class UsageChangeSchema(serializers.Serializer):
     after = UsageFiguresSchema(allow_null=True, help_text="null: no such row after")
 
 
-class PreviewSchema(serializers.Serializer):
-    valid = serializers.BooleanField()
-    errors = IssueSchema(many=True)
+class PreviewSchema(VerdictSchema):
     refusals = RefusalSchema(many=True, help_text="R-57: removals that live allocations forbid")
     granted = PreviewRequestSchema(many=True)
     preempted = PreviewRequestSchema(many=True)

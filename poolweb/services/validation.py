@@ -39,6 +39,7 @@ MALFORMED = frozenset({"invalid_type", "invalid_quantity", "invalid_key", "too_l
 REFUSAL_PATHS = {"pool": "pools", "profile": "profiles", "policy": "policies"}  # R-57 errors point at the list
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _NOT_STORABLE = "text must not contain NUL characters or unpaired surrogates"
+_NOT_STORABLE_CHARACTER = re.compile("[\x00\ud800-\udfff]")  # a str holds a surrogate only unpaired
 
 
 @dataclass(frozen=True)
@@ -146,13 +147,7 @@ def _leaf_errors(value: Any, path: str) -> list[Issue]:
 
 def storable(text: str) -> bool:
     """Whether both databases can store ``text``: no NUL (PostgreSQL), no lone surrogate (UTF-8)."""
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return _NOT_STORABLE_CHARACTER.search(text) is None
 
 
 def _child(path: str, key: str) -> str:

@@ -21,12 +21,13 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from poolweb import sql
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key, request_get
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
 from poolweb.selectors.versions import live_config
 from poolweb.services import events
-from poolweb.services.changes import decision_columns
+from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.triggers import reconcile_soon
 from reconcile import Config, Decision, Reason, Request, State, Vector, lifecycle
 from reconcile.quota import TermsCache, eligibility
@@ -99,6 +100,7 @@ def request_create(*, user, submission: Submission, config: Config,
     try:
         with transaction.atomic():
             row = RequestRow.objects.create(**fields)
+            sql.insert_changes([(row.pk, now, row.state, row.reason, row.message, row.attempt, None)])
             events.publish_requests([row.pk])
             return row, True
     except IntegrityError:
@@ -159,9 +161,11 @@ def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) ->
     decision = action(before, user.get_username())
     if decision is None:
         return False
-    _, columns = decision_columns(before, decision, timezone.now())
+    now = timezone.now()
+    after, columns = decision_columns(before, decision, now)
     if not RequestRow.objects.filter(pk=request_id, state=before.state.value).update(**columns):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
+    sql.insert_changes([history_entry(after, decision, now)])
     events.publish_requests([request_id])
     events.publish_live({before.pool} - {None}, {before.policy})  # its capacity or place is free now
     return True

@@ -26,7 +26,8 @@ from django.db import connection
 from poolweb.models import Event, Request as RequestRow
 
 CHUNK = 2000  # values per IN (…): below every database's limit of bound parameters
-OUTBOX_LOCK = 0x706F_6F6C_0001  # pg_advisory_xact_lock key of the outbox writers
+OUTBOX_LOCK = 0x706F_6F6C_0001  # pg_advisory_xact_lock keys: the outbox writers,
+SCHEDULES_LOCK = 0x706F_6F6C_0002  # and whoever arms the worker's schedules
 
 
 def select_requests(fields: Sequence[str], column: str, values: Sequence) -> list[tuple]:
@@ -115,13 +116,19 @@ def _update_from_values(cursor, columns: list, values: list[list]) -> None:
                        f"WHERE t.{names[-1]} = v.{names[-1]}", [value for one in part for value in one])
 
 
-def lock_outbox() -> None:
-    """PostgreSQL hands out sequence values at insert time, so two writers could commit seq 7
-    before 6 and a reader at 7 would skip 6: the writers of events take one advisory lock, held to
-    commit, so rows commit in seq order. SQLite has a single writer anyway."""
+def lock(key: int) -> None:
+    """An advisory lock held until the transaction ends (PostgreSQL). SQLite needs none: its
+    IMMEDIATE transactions hold the database's one write lock from their start."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [OUTBOX_LOCK])
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+
+
+def lock_outbox() -> None:
+    """PostgreSQL hands out sequence values at insert time, so two writers could commit seq 7
+    before 6 and a reader at 7 would skip 6: the writers of events take one lock, held to
+    commit, so rows commit in seq order."""
+    lock(OUTBOX_LOCK)
 
 
 def insert_events(rows: list[tuple[str, int | None, dict]], created_at: datetime) -> None:

@@ -40,6 +40,7 @@ from reconcile.lifecycle import LEASE_SECONDS_DEFAULT
 from reconcile.resource_settings import MEMORY_UNITS
 
 TAG = "requests"
+MAX_ATTEMPT = 32767  # Request.attempt is a small integer
 USERNAME_PATTERN = re.compile(r"[\w.@+-]{1,150}")  # Django's username validator
 NUMBER_PATTERN = re.compile(r"[0-9]{1,18}")
 
@@ -164,14 +165,38 @@ class RequestView(CatchUpOnRead, APIView):
         return Response(request_data(row))
 
 
+class AttemptBody(serializers.Serializer):
+    attempt = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ATTEMPT,
+                                       help_text="the attempt this call is about; another attempt is left alone")
+
+
+def read_attempt(data) -> dict:
+    """The optional body of heartbeat and release: ``{"attempt": n}`` or nothing."""
+    if not data:
+        return {}
+    if not isinstance(data, dict):
+        raise exceptions.ValidationError({"": ["the body is a JSON object such as {\"attempt\": 2}, or empty"]})
+    unknown = [field for field in data if field != "attempt"]
+    if unknown:
+        raise exceptions.ValidationError({str(unknown[0])[:64]: [exceptions.ErrorDetail(
+            "is not a field: the body has only attempt", code="unknown_field")]})
+    value = data.get("attempt")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ATTEMPT:
+        raise exceptions.ValidationError({"attempt": [exceptions.ErrorDetail(
+            f"attempt is an integer between 1 and {MAX_ATTEMPT}", code="invalid")]})
+    return {"attempt": value}
+
+
 class RequestActionView(APIView):
     """POST /requests/{id}/<action>: one service call on one request, the request object back."""
 
     service = staticmethod(services.request_heartbeat)
+    takes_attempt = True
 
     def act(self, request, id: int) -> Response:
+        options = read_attempt(request.data) if self.takes_attempt else {}
         try:
-            row = self.service(user=request.user, request_id=id)
+            row = self.service(user=request.user, request_id=id, **options)
         except services.RequestNotFound as error:
             raise exceptions.NotFound(str(error)) from None
         except (services.RequestNotLive, services.RequestConflict) as error:
@@ -179,20 +204,24 @@ class RequestActionView(APIView):
         return Response(request_data(row))
 
 
-def _action_view(action: str, service, description: str):
+def _action_view(action: str, service, description: str, takes_attempt: bool = True):
     """A view class per action, so each has its own documented ``post``."""
 
-    @extend_schema(tags=[TAG], operation_id=f"requests_{action}", parameters=[ID], request=None,
-                   description=description, responses={200: RequestSerializer, 404: NOT_FOUND, 409: NOT_LIVE})
+    @extend_schema(tags=[TAG], operation_id=f"requests_{action}", parameters=[ID],
+                   request=AttemptBody if takes_attempt else None, description=description,
+                   responses={200: RequestSerializer, 400: BAD_REQUEST, 404: NOT_FOUND, 409: NOT_LIVE})
     def post(self, request, id: int) -> Response:
         return self.act(request, id)
 
-    view = type(f"Request{action.title()}View", (RequestActionView,), {"service": staticmethod(service), "post": post})
+    view = type(f"Request{action.title()}View", (RequestActionView,),
+                {"service": staticmethod(service), "post": post, "takes_attempt": takes_attempt})
     return view.as_view()
 
 
-HEARTBEAT = "Renew the lease (R-50); 409 unless live."
-RELEASE = "Done, or acknowledging preemption (R-51); idempotent."
+HEARTBEAT = ("Renew the lease (R-50); 409 unless live. With a body {\"attempt\": n}, 409 also when that "
+             "attempt is over (the request was evicted and queued again).")
+RELEASE = ("Done, or acknowledging preemption (R-51); idempotent. A queued request is left alone, and with "
+           "{\"attempt\": n} so is a request that moved on to a later attempt.")
 CANCEL = "Withdraw (R-51); idempotent."
 
 urlpatterns = [
@@ -202,5 +231,6 @@ urlpatterns = [
          name="request-heartbeat"),
     path("requests/<int:id>/release", _action_view("release", services.request_release, RELEASE),
          name="request-release"),
-    path("requests/<int:id>/cancel", _action_view("cancel", services.request_cancel, CANCEL), name="request-cancel"),
+    path("requests/<int:id>/cancel", _action_view("cancel", services.request_cancel, CANCEL, takes_attempt=False),
+         name="request-cancel"),
 ]

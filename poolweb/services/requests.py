@@ -118,15 +118,18 @@ def may_submit(user, config: Config, policy: str) -> bool:
 
 # --- heartbeat, release, cancel --------------------------------------------------------------------
 
-def request_heartbeat(*, user, request_id: int) -> RequestRow:
-    """R-50: renew the lease of a live request for another ``lease_seconds``; ``RequestNotLive`` otherwise."""
-    _renew(user=user, request_id=request_id)
+def request_heartbeat(*, user, request_id: int, attempt: int | None = None) -> RequestRow:
+    """R-50: renew the lease of a live request for another ``lease_seconds``; ``RequestNotLive``
+    otherwise, and when ``attempt`` is given and is not the request's current one."""
+    _renew(user=user, request_id=request_id, attempt=attempt)
     return _fresh(user, request_id)
 
 
-def request_release(*, user, request_id: int) -> RequestRow:
-    """R-51: done (or acknowledging preemption). Idempotent: a finished request comes back unchanged."""
-    return _act(user, request_id, lifecycle.release)
+def request_release(*, user, request_id: int, attempt: int | None = None) -> RequestRow:
+    """R-51: done (or acknowledging preemption). Idempotent: a finished or queued request comes back
+    unchanged, and so does one whose ``attempt`` (when given) is over: the holder of attempt 1 may
+    release after the grace already queued attempt 2, and must not release attempt 2."""
+    return _act(user, request_id, lifecycle.release, attempt)
 
 
 def request_cancel(*, user, request_id: int) -> RequestRow:
@@ -137,20 +140,22 @@ def request_cancel(*, user, request_id: int) -> RequestRow:
 Action = Callable[[Request, str], Decision | None]
 
 
-def _act(user, request_id: int, action: Action) -> RequestRow:
-    if _carry_out(user=user, request_id=request_id, action=action):
+def _act(user, request_id: int, action: Action, attempt: int | None = None) -> RequestRow:
+    if _carry_out(user=user, request_id=request_id, action=action, attempt=attempt):
         _reconcile()
     return _fresh(user, request_id)
 
 
 @transaction.atomic
-def _carry_out(*, user, request_id: int, action: Action) -> bool:
+def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) -> bool:
     """Decide ``action`` on a request ``user`` may see and write it; True if it changed anything.
 
     The write is conditional on the state read: a pass that moved the request meanwhile makes it
     a ``RequestConflict`` instead of a lost update.
     """
     before = to_engine(_locked(user, request_id))
+    if attempt is not None and attempt != before.attempt:
+        return False
     decision = action(before, user.get_username())
     if decision is None:
         return False
@@ -163,9 +168,12 @@ def _carry_out(*, user, request_id: int, action: Action) -> bool:
 
 
 @transaction.atomic
-def _renew(*, user, request_id: int) -> None:
+def _renew(*, user, request_id: int, attempt: int | None) -> None:
     before = to_engine(_locked(user, request_id))
     now = timezone.now()
+    if attempt is not None and attempt != before.attempt:
+        raise RequestNotLive(f"attempt {attempt} of request {request_id} is over: it is at attempt "
+                             f"{before.attempt}, {before.state.value}")
     if lifecycle.lease_expired(before, now):
         raise RequestNotLive(f"the lease of request {request_id} ran out at {before.lease_expires_at.isoformat()}")
     try:
@@ -176,6 +184,7 @@ def _renew(*, user, request_id: int) -> None:
     if not RequestRow.objects.filter(pk=request_id, state=before.state.value).update(
             lease_expires_at=after.lease_expires_at):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
+    events.publish_requests([request_id])  # its lease_expires_at is news to whoever follows it
 
 
 def _locked(user, request_id: int) -> tuple:

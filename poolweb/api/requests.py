@@ -216,7 +216,12 @@ class RequestActionView(APIView):
     takes_attempt = True
 
     def act(self, request, id: int) -> Response:
-        options = read_attempt(request.data) if self.takes_attempt else {}
+        if self.takes_attempt:
+            options = read_attempt(request.data)
+        elif request.data:
+            raise exceptions.ValidationError({"": ["this action takes no body"]})
+        else:
+            options = {}
         try:
             row = self.service(user=request.user, request_id=id, **options)
         except services.RequestNotFound as error:

@@ -7,4 +7,5 @@ urlpatterns = [
     path("", include("poolweb.api.versions")),
     path("", include("poolweb.api.requests")),
     path("", include("poolweb.api.live")),
+    path("", include("poolweb.api.health")),
 ]

@@ -15,19 +15,20 @@ import re
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import exceptions, serializers, status
-from rest_framework.permissions import IsAdminUser
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from poolweb.api.admin_only import TAG, AdminView
 from poolweb.api.errors import DetailSchema
-from poolweb.services.config import ConfigInvalid, ConfigNotFound, json_ready
-from poolweb.services.draft_base import MAX_VERSION, DraftStale, draft_info
-from poolweb.services.versions import version_changes
+from poolweb.selectors.diffs import version_changes
+from poolweb.selectors.drafts import draft_info
+from poolweb.services.config import ConfigInvalid
+from poolweb.services.draft_base import MAX_VERSION, DraftStale
+from poolweb.services.payloads import json_ready
 from reconcile.diff import Change, summarize
+from reconcile.document import Issue
 
-TAG = "configuration"
 _NUMBER = re.compile(r"[0-9]{1,10}")
 
 BASE_VERSION = OpenApiParameter(
@@ -37,18 +38,18 @@ BASE_VERSION = OpenApiParameter(
                 "has no base and is never refused for that.")
 
 
-class FieldChangeSchema(serializers.Serializer):
+class ConfigFieldChangeSchema(serializers.Serializer):
     field = serializers.CharField(help_text="e.g. capacity.gpu, connections, connections[h100].name, "
                                             "quotas[*/gpu].limit, execution_order, policies")
     before = serializers.JSONField(allow_null=True, help_text="null: absent before")
     after = serializers.JSONField(allow_null=True, help_text="null: absent after")
 
 
-class ChangeSchema(serializers.Serializer):
+class ConfigChangeSchema(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["pool", "profile", "policy"])
     name = serializers.CharField()
     action = serializers.ChoiceField(choices=["added", "changed", "removed"])
-    fields = FieldChangeSchema(many=True)
+    fields = ConfigFieldChangeSchema(many=True)
     text = serializers.CharField(help_text="the change as a sentence")
 
 
@@ -56,7 +57,7 @@ class DiffSchema(serializers.Serializer):
     before = serializers.IntegerField(help_text="version a (0: the empty configuration)")
     after = serializers.IntegerField(help_text="version b")
     summary = serializers.CharField()
-    changes = ChangeSchema(many=True)
+    changes = ConfigChangeSchema(many=True)
 
 
 class StaleSchema(serializers.Serializer):
@@ -64,7 +65,7 @@ class StaleSchema(serializers.Serializer):
     code = serializers.ChoiceField(choices=["stale_draft"])
     base_version = serializers.IntegerField()
     live_version = serializers.IntegerField()
-    changes = ChangeSchema(many=True, help_text="what changed from base_version to live_version")
+    changes = ConfigChangeSchema(many=True, help_text="what changed from base_version to live_version")
 
 
 class DraftInfoSchema(serializers.Serializer):
@@ -103,13 +104,12 @@ def base_version_param(request: Request) -> int | None:
     if raw is None:
         return None
     if not _NUMBER.fullmatch(raw) or int(raw) > MAX_VERSION:
-        raise ConfigInvalid([{"path": "base_version", "code": "invalid",
-                              "message": "base_version is a version number, 0 for a draft made from nothing"}])
+        raise ConfigInvalid([Issue("base_version", "invalid",
+                                   "base_version is a version number, 0 for a draft made from nothing")])
     return int(raw)
 
 
-class VersionDiffView(APIView):
-    permission_classes = [IsAdminUser]
+class VersionDiffView(AdminView):
 
     @extend_schema(tags=[TAG], operation_id="config_versions_diff",
                    parameters=[OpenApiParameter("a", OpenApiTypes.INT, OpenApiParameter.PATH,
@@ -119,16 +119,12 @@ class VersionDiffView(APIView):
                    responses={200: DiffSchema, 404: OpenApiResponse(DetailSchema, description="no such version")},
                    summary="What changed from version a to version b, entry by entry and field by field")
     def get(self, request: Request, a: int, b: int) -> Response:
-        try:
-            changes = version_changes(before=a, after=b)
-        except ConfigNotFound as missing:
-            raise exceptions.NotFound(str(missing)) from None
+        changes = version_changes(before=a, after=b)  # ConfigNotFound: AdminView's 404
         return Response({"before": a, "after": b, "summary": summarize(changes),
                          "changes": [change_data(c) for c in changes]})
 
 
-class DraftInfoView(APIView):
-    permission_classes = [IsAdminUser]
+class DraftInfoView(AdminView):
 
     @extend_schema(tags=[TAG], operation_id="config_draft_info", responses={200: DraftInfoSchema},
                    summary="Whether there is a draft, the version it was made from and whether that is still live")

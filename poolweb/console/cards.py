@@ -1,6 +1,7 @@
 """What the cards of the resource configuration page show, whichever way the configuration
-arrives: the live version's rows (selectors.configuration, with usage from selectors.live), or a
-configuration document — a provisioned version's, or the draft being edited (console.drafts).
+arrives: the live version as the engine reads it (selectors.configuration, with usage from
+selectors.live), or a configuration document — a provisioned version's, or the draft being
+edited (console.drafts).
 
 Cards hold text ready to show: quantities as the API writes them (``0.5``, not ``0.500``), every
 order in full. The same partial templates render them in every mode, so a card looks the same
@@ -12,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from poolweb.selectors.configuration import ConfigurationView
 from poolweb.selectors.live import PoolState
-from reconcile import format_quantity
+from reconcile import Config, Profile, format_quantity
 
 NO_CAPACITY = 0  # a key a pool over-uses without having it (a provision removed it, R-57)
 
@@ -162,18 +162,26 @@ def amounts(milli: Mapping[str, int]) -> tuple[Amount, ...]:
     return tuple(Amount(key, quantity_text(milli[key])) for key in sorted(milli, key=key_order) if milli[key])
 
 
-def live_board(view: ConfigurationView, states: Iterable[PoolState]) -> Board:
-    """The provisioned configuration with each pool's usage."""
-    usage = {state.name: state for state in states}
+def config_board(config: Config, *, usage: Iterable[PoolState] = (), pending: Mapping[str, int] | None = None,
+                 running: Mapping[str, int] | None = None) -> Board:
+    """A configuration's cards; with ``usage`` each pool's bars, with ``pending`` and ``running``
+    each profile's counts (the live version's page)."""
+    states = {state.name: state for state in usage}
     pools = tuple(PoolCard(i, p.name, p.description, amounts(p.capacity), p.execution_order,
-                           *_usage(usage.get(p.name), p.capacity)) for i, p in enumerate(view.pools))
-    profiles = tuple(ProfileCard(i, p.name, p.description, amounts(p.resources), p.dynamic,
-                                 tuple(Link(c.pool, c.name) for c in p.connections), p.policies, p.pending, p.running)
-                     for i, p in enumerate(view.profiles))
+                           *_usage(states.get(p.name), p.capacity)) for i, p in enumerate(config.pools))
+    profiles = tuple(ProfileCard(i, p.name, p.description, amounts(p.resources), p.dynamic, _links(p), p.policies,
+                                 None if pending is None else pending.get(p.name, 0),
+                                 None if running is None else running.get(p.name, 0))
+                     for i, p in enumerate(config.profiles))
     policies = tuple(PolicyCard(i, p.name, p.description, p.group, str(p.priority),
                                 tuple(QuotaLine(q.scope, q.key, quantity_text(q.reserved), quantity_text(q.limit))
-                                      for q in p.quotas)) for i, p in enumerate(view.policies))
+                                      for q in p.quotas)) for i, p in enumerate(config.policies))
     return Board(pools, profiles, policies)
+
+
+def _links(profile: Profile) -> tuple[Link, ...]:
+    names = profile.connection_names
+    return tuple(Link(pool, names[j] if j < len(names) and names[j] else pool) for j, pool in enumerate(profile.pools))
 
 
 def _usage(state: PoolState | None, capacity: Mapping[str, int]) -> tuple[tuple[Bar, ...], int | None, int | None]:

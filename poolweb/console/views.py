@@ -16,14 +16,14 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from poolweb.console import pages
-from poolweb.console.cards import live_board
+from poolweb.console.cards import config_board
 from poolweb.console.drafts import document_board, draft_board
 from poolweb.selectors.configuration import live_configuration
+from poolweb.selectors.diffs import draft_changes, version_changes, version_summaries
+from poolweb.selectors.drafts import draft_info
 from poolweb.selectors.live import pool_states
-from poolweb.services.config import ConfigNotFound, version_document, version_list
-from poolweb.services.draft_base import draft_info
+from poolweb.selectors.versions import ConfigNotFound, live_config, version_get, version_list
 from poolweb.services.preview import draft_preview
-from poolweb.services.versions import draft_changes, version_changes, version_summaries
 from reconcile.diff import summarize
 
 VERSIONS_PER_PAGE = 50
@@ -45,8 +45,9 @@ def admin_required(view):
 def configuration(request: HttpRequest) -> HttpResponse:
     view = live_configuration()
     draft = draft_info() if request.user.is_staff else None
+    board = config_board(view.config, usage=pool_states(), pending=view.pending, running=view.running)
     return render(request, "console/configuration.html", {
-        "view": view, "board": live_board(view, pool_states()), "draft": draft,
+        "view": view, "board": board, "draft": draft,
         "page": {"admin": request.user.is_staff, "live_version": view.version,
                  "draft": draft is not None and draft.exists},
     })
@@ -62,7 +63,7 @@ def editor_board(request: HttpRequest) -> HttpResponse:
         return HttpResponseBadRequest("the body is not JSON")
     if not isinstance(body, dict):
         return HttpResponseBadRequest('the body is {"document", "errors", "warnings"}')
-    live = live_board(live_configuration(), ())
+    live = config_board(live_config())
     board = draft_board(body.get("document"), live, _list(body.get("errors")), _list(body.get("warnings")))
     return render(request, "console/partials/board.html", {"board": board})
 
@@ -91,15 +92,13 @@ def versions(request: HttpRequest) -> HttpResponse:
 @require_GET
 def version(request: HttpRequest, number: int) -> HttpResponse:
     try:
-        document = version_document(number=number)
+        row = version_get(number)
     except ConfigNotFound as missing:
         raise Http404(str(missing)) from None
-    row = version_list().get(number=number)
-    document.pop("version", None)
     draft = draft_info()
     return render(request, "console/version.html", {
-        "version": row, "board": document_board(document), "draft": draft,
-        "document": json.dumps(document, indent=2, ensure_ascii=False),
+        "version": row, "board": document_board(row.document), "draft": draft,
+        "document": json.dumps(row.document, indent=2, ensure_ascii=False),
         "page": {"version": number, "draft": draft.exists, "live_version": draft.live_version},
     })
 

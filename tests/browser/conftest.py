@@ -22,7 +22,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from poolweb.demo import DEMO_GROUPS, demo_provision
+from poolweb.services.demo import DEMO_GROUPS, demo_provision
 from poolweb.ports import free_port, wait_until_listening
 from tests.poolweb import processes
 

@@ -8,7 +8,7 @@ import re
 from django.db import transaction
 from playwright.sync_api import expect
 
-from poolweb.demo import demo_document
+from poolweb.services.demo import demo_document
 from poolweb.services.config import config_provision_document
 from poolweb.services.events import POOL_UPDATED, publish
 from tests.browser.conftest import expect_items, screenshot

@@ -8,16 +8,26 @@ import re
 
 from django.contrib.auth.models import Group
 from playwright.sync_api import expect
+from rest_framework.test import APIClient
 
-from poolweb.demo import DEMO_GROUPS, demo_document
+from poolweb.services.demo import DEMO_GROUPS, demo_document
 from poolweb.models import ConfigVersion, Request
-from poolweb.services.config import config_live_document, config_provision_document
-from poolweb.services.requests import request_submit
+from poolweb.selectors.versions import config_live_document
+from poolweb.services.config import config_provision_document
 from reconcile.document import parse_document, to_document
 from tests.browser.conftest import expect_items, screenshot
 from tests.browser.steps import (
     add_policy, add_pool, add_profile, button, card, connect, dialog, move, open_editor, say,
 )
+
+
+def submit(user, policy: str, profile: str) -> Request:
+    """A request submitted through the REST API, as a job's client would."""
+    client = APIClient()
+    client.force_authenticate(user)
+    response = client.post("/api/v1/requests", {"policy": policy, "profile": profile}, format="json")
+    assert response.status_code == 201, response.content
+    return Request.objects.get(pk=response.json()["id"])
 
 
 def widen_h100(page, gpu: str) -> None:
@@ -30,9 +40,9 @@ def widen_h100(page, gpu: str) -> None:
 
 def test_preview_shows_what_provisioning_would_do(visit, demo):
     # h100 is full with a whole-box job, a100 with two 2-GPU ones; a third waits.
-    request_submit(user=demo.author, data={"policy": "research", "profile": "8xgpu"})
+    submit(demo.author, "research", "8xgpu")
     for _ in range(3):
-        waiting, _ = request_submit(user=demo.author, data={"policy": "dev", "profile": "2xgpu"})
+        waiting = submit(demo.author, "dev", "2xgpu")
     assert [r.state for r in Request.objects.order_by("id")] == ["allocated", "allocated", "allocated", "pending"]
     page = visit(demo.author)
     open_editor(page)

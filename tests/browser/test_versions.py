@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from poolweb.demo import demo_document
+from poolweb.services.demo import demo_document
 from poolweb.models import Draft
 from poolweb.services.config import config_provision_document
 from tests.browser.conftest import screenshot

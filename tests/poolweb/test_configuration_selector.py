@@ -1,11 +1,11 @@
-"""selectors.configuration: the live configuration read from its version's rows, as the console's
-configuration page shows it."""
+"""selectors.configuration: the live version as the console's configuration page shows it — who
+provisioned it, its configuration as read from its rows, each profile's queued and running."""
 
 from __future__ import annotations
 
 import pytest
 
-from poolweb.selectors.configuration import ConnectionView, PolicyView, PoolView, QuotaView, live_configuration
+from poolweb.selectors.configuration import live_configuration
 from poolweb.services import config as config_services
 from tests.poolweb.conftest import document, request_row
 
@@ -14,10 +14,10 @@ pytestmark = pytest.mark.django_db
 
 def test_before_any_provision_it_is_version_zero_and_empty(db):
     view = live_configuration()
-    assert (view.version, view.author, view.pools, view.profiles, view.policies) == (0, None, (), (), ())
+    assert (view.version, view.author, view.config.pools, view.pending) == (0, None, (), {})
 
 
-def test_it_reads_the_rows_of_the_live_version_in_document_order(alice, provisioned):
+def test_it_is_the_live_version_with_its_orders_and_names(alice, provisioned):
     doc = document()
     doc["pools"][0]["execution_order"] = ["job"]
     doc["profiles"][1]["connections"] = [{"pool": "h100", "name": "4 × H100"}, {"pool": "a100"}]
@@ -27,17 +27,11 @@ def test_it_reads_the_rows_of_the_live_version_in_document_order(alice, provisio
     view = live_configuration()
 
     assert (view.version, view.author, view.comment) == (2, "alice", "second")
-    assert view.pools == (PoolView("h100", "", {"gpu": 8000}, ("job", "4xgpu")),
-                          PoolView("a100", "", {"gpu": 4000}, ("4xgpu", "half")))
-    four = view.profiles[1]
-    assert (four.name, four.resources, four.dynamic) == ("4xgpu", {"gpu": 4000}, False)
-    assert four.connections == (ConnectionView("h100", "4 × H100"), ConnectionView("a100", "a100"))
-    assert four.policies == ("research", "dev")
-    assert view.profiles[2].dynamic is True
-    assert view.policies == (
-        PolicyView("dev", "", "dev", 0, (QuotaView("*", "gpu", 4000, 8000),)),
-        PolicyView("research", "", "research", 10, (QuotaView("*", "gpu", 4000, 12000),)),
-    )
+    assert [(p.name, p.execution_order) for p in view.config.pools] == [("h100", ("job", "4xgpu")),
+                                                                        ("a100", ("4xgpu", "half"))]
+    four = view.config.profiles[1]
+    assert (four.pools, four.connection_names, four.policies) == (("h100", "a100"), ("4 × H100", "a100"),
+                                                                  ("research", "dev"))
 
 
 def test_it_counts_each_profiles_queued_and_running_requests(alice, bob, provisioned):
@@ -47,14 +41,15 @@ def test_it_counts_each_profiles_queued_and_running_requests(alice, bob, provisi
     request_row(bob, "dev", "4xgpu", 4)
     request_row(bob, "dev", "half", 0.5, state="released")
 
-    counts = {p.name: (p.pending, p.running) for p in live_configuration().profiles}
+    view = live_configuration()
 
-    assert counts == {"half": (1, 2), "4xgpu": (1, 0), "job": (0, 0)}
+    assert (view.pending, view.running) == ({"half": 1, "4xgpu": 1}, {"half": 2})
 
 
 def test_it_takes_a_fixed_handful_of_queries(alice, provisioned, django_assert_num_queries):
     big = document()
     big["pools"] += [{"name": f"p{i}", "capacity": {"gpu": 1}} for i in range(20)]
     config_services.config_provision_document(document=big, author=alice)
-    with django_assert_num_queries(8):
-        assert len(live_configuration().pools) == 22
+    live_configuration()  # the version's rows are read once, then kept
+    with django_assert_num_queries(2):  # the site row with its version and author, the counts
+        assert len(live_configuration().config.pools) == 22

@@ -13,10 +13,9 @@ from datetime import datetime
 from django.db.models import Count
 
 from poolweb.models import Request as RequestRow, SiteState
+from poolweb.selectors.live import LIVE_STATES, PENDING
 from poolweb.selectors.versions import prepared
-from reconcile import Config, State
-
-LIVE_STATES = (State.ALLOCATED.value, State.PREEMPTING.value)
+from reconcile import Config
 
 
 @dataclass(frozen=True)
@@ -44,9 +43,9 @@ def _request_counts() -> tuple[dict[str, int], dict[str, int]]:
     """(profile → pending requests, profile → live requests), from one grouped query."""
     pending: dict[str, int] = {}
     running: dict[str, int] = {}
-    rows = (RequestRow.objects.filter(state__in=(State.PENDING.value, *LIVE_STATES)).order_by()
+    rows = (RequestRow.objects.filter(state__in=(PENDING, *LIVE_STATES)).order_by()
             .values("profile", "state").annotate(n=Count("id")).values_list("profile", "state", "n"))
     for profile, state, n in rows:
-        counts = pending if state == State.PENDING.value else running
+        counts = pending if state == PENDING else running
         counts[profile] = counts.get(profile, 0) + n
     return pending, running

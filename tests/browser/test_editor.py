@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from poolweb.models import Draft
@@ -15,14 +16,20 @@ from tests.browser.steps import (
 )
 
 
+@pytest.fixture
+def page(visit, demo):
+    """The demo's configuration page, signed in as alice, in editor mode."""
+    page = visit(demo.author)
+    open_editor(page)
+    return page
+
+
 def saved_draft() -> dict | None:
     draft = Draft.objects.filter(pk=1).first()
     return draft.document if draft else None
 
 
-def test_a_pool_is_added_edited_and_deleted(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
+def test_a_pool_is_added_edited_and_deleted(page):
 
     add_pool(page, "l4", "2 × L4", gpu=2, mcpu=64000)
     l4 = card(page, "Pool l4")
@@ -45,9 +52,7 @@ def test_a_pool_is_added_edited_and_deleted(visit, demo):
     assert saved_draft() is None  # nothing is stored until Save
 
 
-def test_a_profile_is_added_connected_renamed_disconnected_and_deleted(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
+def test_a_profile_is_added_connected_renamed_disconnected_and_deleted(page):
 
     add_profile(page, "4xgpu", "four GPUs", policies=("research",), gpu=4)
     profile = card(page, "Profile 4xgpu")
@@ -77,9 +82,7 @@ def test_a_profile_is_added_connected_renamed_disconnected_and_deleted(visit, de
     expect(card(page, "Profile quad")).to_have_count(0)
 
 
-def test_a_policy_with_quotas_is_added_edited_and_deleted(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
+def test_a_policy_with_quotas_is_added_edited_and_deleted(page):
 
     add_policy(page, "ops", "dev", priority=5, quotas=(("h100", "gpu", 2, 4), ("*", "gpu", None, 6)))
     ops = card(page, "Policy ops")
@@ -103,9 +106,7 @@ def test_a_policy_with_quotas_is_added_edited_and_deleted(visit, demo):
     expect_items(page.get_by_role("list", name="Policies of half"), ["research"])
 
 
-def test_each_order_is_changed_by_keyboard(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
+def test_each_order_is_changed_by_keyboard(page):
 
     move(page, "Execution order of h100", "2xgpu", "up")
     expect_items(page.get_by_role("list", name="Execution order of h100"), ["2xgpu", "8xgpu", "half", "job"])
@@ -129,9 +130,7 @@ def test_each_order_is_changed_by_keyboard(visit, demo):
     screenshot(page, "editor")
 
 
-def test_each_order_is_changed_by_drag(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
+def test_each_order_is_changed_by_drag(page):
 
     def drag(list_name: str, item: str, onto: str) -> None:
         found = page.get_by_role("list", name=list_name)
@@ -156,9 +155,7 @@ def test_each_order_is_changed_by_drag(visit, demo):
     assert document["profiles"][3]["policies"] == ["research", "dev"]
 
 
-def test_a_profile_dragged_onto_a_pool_is_connected_to_it(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
+def test_a_profile_dragged_onto_a_pool_is_connected_to_it(page):
 
     card(page, "Profile 8xgpu").locator("[data-connector]").drag_to(card(page, "Pool a100"))
     form = dialog(page, "Connect 8xgpu")
@@ -167,9 +164,7 @@ def test_a_profile_dragged_onto_a_pool_is_connected_to_it(visit, demo):
     expect_items(page.get_by_role("list", name="Pools of 8xgpu"), ["h100", "a100"])
 
 
-def test_a_saved_draft_is_found_again_after_a_reload(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
+def test_a_saved_draft_is_found_again_after_a_reload(page):
     add_pool(page, "l4", gpu=2)
     save(page)
     assert Draft.objects.get().base_version == 1
@@ -186,9 +181,7 @@ def test_a_saved_draft_is_found_again_after_a_reload(visit, demo):
     expect(card(page, "Pool l4")).to_contain_text("Added")
 
 
-def test_validation_errors_show_at_the_card_they_concern(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
+def test_validation_errors_show_at_the_card_they_concern(page):
     add_profile(page, "orphan", gpu=1)  # no connection: api.md refuses it at provision
 
     button(page, "Validate").click()
@@ -201,9 +194,7 @@ def test_validation_errors_show_at_the_card_they_concern(visit, demo):
     screenshot(page, "editor-errors")
 
 
-def test_a_failed_save_keeps_the_edits_and_says_why(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
+def test_a_failed_save_keeps_the_edits_and_says_why(page):
     card(page, "Pool a100").get_by_role("button", name="Edit a100").click()
     form = dialog(page, "Edit pool a100")
     form.get_by_label("gpu", exact=True).fill("lots")
@@ -220,9 +211,7 @@ def test_a_failed_save_keeps_the_edits_and_says_why(visit, demo):
     assert saved_draft() is None
 
 
-def test_leaving_with_unsaved_changes_asks_first(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
+def test_leaving_with_unsaved_changes_asks_first(page):
     move(page, "Execution order of a100", "job", "up")
 
     button(page, "Exit editor").click()
@@ -242,9 +231,7 @@ def test_leaving_with_unsaved_changes_asks_first(visit, demo):
     expect_items(page.get_by_role("list", name="Execution order of a100"), ["2xgpu", "half", "job"])
 
 
-def test_reset_discards_the_draft_after_asking(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
+def test_reset_discards_the_draft_after_asking(page):
     add_pool(page, "l4", gpu=2)
     save(page)
 

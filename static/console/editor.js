@@ -13,16 +13,19 @@ import { preview, provision } from "./provision.js";
 const KINDS = { pool: "pools", profile: "profiles", policy: "policies" };
 const names = (entries) => (Array.isArray(entries) ? entries.map((entry) => entry.name) : []);
 
-// After a re-render, the focus goes back to the control of that name (inside the list of that
+// A button by its name: its aria-label, or else its text.
+function buttonNamed(scope, name) {
+  return [...scope.querySelectorAll("button")].find((b) => (b.getAttribute("aria-label") ?? b.textContent.trim()) === name);
+}
+
+// After a re-render, the focus goes back to the button of that name (inside the list of that
 // name, for the Move buttons); a Move button that became disabled hands it to its twin.
-function focusNamed(label, withinLabel) {
+function focusNamed(name, withinLabel) {
   return () => {
     const scope = withinLabel ? document.querySelector(`[aria-label="${CSS.escape(withinLabel)}"]`) : document;
-    let target = scope?.querySelector(`[aria-label="${CSS.escape(label)}"]`);
-    if (target?.disabled) {
-      const twin = label.endsWith(" up") ? label.replace(/ up$/, " down") : label.replace(/ down$/, " up");
-      target = scope.querySelector(`[aria-label="${CSS.escape(twin)}"]`);
-    }
+    if (!scope) return;
+    let target = buttonNamed(scope, name);
+    if (target?.disabled) target = buttonNamed(scope, name.replace(/ (up|down)$/, (_, d) => (d === "up" ? " down" : " up")));
     target?.focus();
   };
 }

@@ -4,6 +4,9 @@ roles and names (spec/console.md). Shared by the editor, provision and versions 
 from __future__ import annotations
 
 from playwright.sync_api import Locator, Page, expect
+from rest_framework.test import APIClient
+
+from poolweb.models import Request
 
 
 def card(page: Page, name: str) -> Locator:
@@ -119,3 +122,12 @@ def confirm(page: Page, title: str, choice: str) -> None:
     expect(found).to_be_visible()
     found.get_by_role("button", name=choice, exact=True).click()
     expect(found).to_be_hidden()
+
+
+def submit(user, policy: str, profile: str) -> Request:
+    """A request submitted through the REST API, as a job's client would (its pass runs inline)."""
+    client = APIClient()
+    client.force_authenticate(user)
+    response = client.post("/api/v1/requests", {"policy": policy, "profile": profile}, format="json")
+    assert response.status_code == 201, response.content
+    return Request.objects.get(pk=response.json()["id"])

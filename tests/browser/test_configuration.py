@@ -12,6 +12,7 @@ from poolweb.services.demo import demo_document
 from poolweb.services.config import config_provision_document
 from poolweb.services.events import POOL_UPDATED, publish
 from tests.browser.conftest import expect_items, screenshot
+from tests.browser.steps import submit
 
 EDITOR_BUTTONS = ("Open editor", "Add pool", "Add profile", "Add policy", "Save", "Validate", "Preview impact",
                   "Provision", "Reset", "Exit editor")
@@ -37,12 +38,20 @@ def assert_line_joins(page, profile: str, pool: str) -> None:
 
 
 def test_the_demo_shows_as_cards_joined_by_lines(visit, demo):
+    submit(demo.author, "research", "2xgpu")  # on h100, its preferred pool
+    for _ in range(3):
+        submit(demo.author, "dev", "half")  # on a100
     page = visit(demo.author)
 
     for pool in ("h100", "a100"):
         expect(page.get_by_role("region", name=f"Pool {pool}", exact=True)).to_be_visible()
     h100 = page.get_by_role("region", name="Pool h100", exact=True)
-    expect(h100.get_by_role("meter", name="gpu in use on h100")).to_have_attribute("aria-valuetext", "0 of 8 gpu in use")
+    expect(h100.get_by_role("meter", name="gpu in use on h100")).to_have_attribute("aria-valuetext", "2 of 8 gpu in use")
+    expect(h100.get_by_role("meter", name="mcpu in use on h100")).to_have_attribute(
+        "aria-valuetext", "32000 of 256000 mcpu in use")
+    a100 = page.get_by_role("region", name="Pool a100", exact=True)
+    expect(a100.get_by_role("meter", name="gpu in use on a100")).to_have_attribute("aria-valuetext", "1.5 of 4 gpu in use")
+    expect(a100).to_contain_text("3 running")
     expect_items(h100.get_by_role("list", name="Execution order of h100"), ["8xgpu", "2xgpu", "half", "job"])
     half = page.get_by_role("region", name="Profile half", exact=True)
     pools_of_half = half.get_by_role("list", name="Pools of half")
@@ -50,6 +59,7 @@ def test_the_demo_shows_as_cards_joined_by_lines(visit, demo):
     expect(pools_of_half.get_by_role("listitem", name="a100")).to_contain_text("½ A100")
     expect_items(half.get_by_role("list", name="Policies of half"), ["dev", "research"])
     expect(half).to_contain_text("0 queued")
+    expect(half).to_contain_text("3 running")
     expect(half).to_contain_text("0.5")  # as the API writes it, not 0.500
     research = page.get_by_role("region", name="Policy research", exact=True)
     expect(research.get_by_role("table", name="Quotas of research").get_by_role("row")).to_have_count(3)

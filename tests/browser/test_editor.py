@@ -49,6 +49,7 @@ def test_a_pool_is_added_edited_and_deleted(page):
     l4.get_by_role("button", name="Delete l4").click()
     confirm(page, "Delete pool l4?", "Delete")
     expect(card(page, "Pool l4")).to_have_count(0)
+    expect(button(page, "Add pool")).to_be_focused()
     assert saved_draft() is None  # nothing is stored until Save
 
 
@@ -74,6 +75,7 @@ def test_a_profile_is_added_connected_renamed_disconnected_and_deleted(page):
 
     quad.get_by_role("button", name="Disconnect 4 × H100").click()
     expect(quad).to_contain_text("Not connected to any pool")
+    expect(quad.get_by_role("button", name="Connect quad")).to_be_focused()
     expect(page.locator('svg.lines path[data-profile="quad"]')).to_have_count(0)
     assert "quad" not in item_names(page.get_by_role("list", name="Execution order of h100"))
 

@@ -8,7 +8,6 @@ import re
 
 from django.contrib.auth.models import Group
 from playwright.sync_api import expect
-from rest_framework.test import APIClient
 
 from poolweb.services.demo import DEMO_GROUPS, demo_document
 from poolweb.models import ConfigVersion, Request
@@ -17,17 +16,8 @@ from poolweb.services.config import config_provision_document
 from reconcile.document import parse_document, to_document
 from tests.browser.conftest import expect_items, screenshot
 from tests.browser.steps import (
-    add_policy, add_pool, add_profile, button, card, connect, dialog, move, open_editor, say,
+    add_policy, add_pool, add_profile, button, card, connect, dialog, move, open_editor, say, submit,
 )
-
-
-def submit(user, policy: str, profile: str) -> Request:
-    """A request submitted through the REST API, as a job's client would."""
-    client = APIClient()
-    client.force_authenticate(user)
-    response = client.post("/api/v1/requests", {"policy": policy, "profile": profile}, format="json")
-    assert response.status_code == 201, response.content
-    return Request.objects.get(pk=response.json()["id"])
 
 
 def widen_h100(page, gpu: str) -> None:

@@ -1,4 +1,4 @@
-"""What changed (an extension of api.md §2, admin only; decision 20): the structural diff between
+"""What changed (an extension of api.md §2, admin only; decision 26): the structural diff between
 two versions, the draft's base version, and the 409 that refuses to provision a stale draft.
 
 - ``GET /config/versions/{a}/diff/{b}``: what changed from version a to version b (0: nothing).
@@ -110,7 +110,6 @@ def base_version_param(request: Request) -> int | None:
 
 
 class VersionDiffView(AdminView):
-
     @extend_schema(tags=[TAG], operation_id="config_versions_diff",
                    parameters=[OpenApiParameter("a", OpenApiTypes.INT, OpenApiParameter.PATH,
                                                 description="the version compared from (0: nothing)"),
@@ -125,7 +124,6 @@ class VersionDiffView(AdminView):
 
 
 class DraftInfoView(AdminView):
-
     @extend_schema(tags=[TAG], operation_id="config_draft_info", responses={200: DraftInfoSchema},
                    summary="Whether there is a draft, the version it was made from and whether that is still live")
     def get(self, request: Request) -> Response:

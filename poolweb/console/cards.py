@@ -11,7 +11,7 @@ however it arrived.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from poolweb.selectors.live import PoolState
 from reconcile import Config, Profile, format_quantity
@@ -37,7 +37,7 @@ class Bar:
 
 
 @dataclass(frozen=True)
-class Issue:
+class Finding:
     level: str  # "error" or "warning"
     path: str
     message: str
@@ -78,7 +78,7 @@ class PoolCard:
     running: int | None = None
     pending: int | None = None
     mark: Mark | None = None
-    issues: tuple[Issue, ...] = ()
+    issues: tuple[Finding, ...] = ()
 
     COMPARED = (("description", "description"), ("capacity", "capacity"), ("execution order", "order"))
 
@@ -95,7 +95,7 @@ class ProfileCard:
     pending: int | None = None
     running: int | None = None
     mark: Mark | None = None
-    issues: tuple[Issue, ...] = ()
+    issues: tuple[Finding, ...] = ()
 
     COMPARED = (("description", "description"), ("allotment", "resources"), ("allotment", "dynamic"),
                 ("connections", "connections"), ("policy rank", "policies"))
@@ -110,7 +110,7 @@ class PolicyCard:
     priority: str
     quotas: tuple[QuotaLine, ...]
     mark: Mark | None = None
-    issues: tuple[Issue, ...] = ()
+    issues: tuple[Finding, ...] = ()
 
     COMPARED = (("description", "description"), ("group", "group"), ("priority", "priority"),
                 ("quotas", "quotas"))
@@ -129,7 +129,7 @@ class Board:
     policies: tuple[PolicyCard, ...] = ()
     editing: bool = False
     removed: tuple[Removed, ...] = ()
-    issues: tuple[Issue, ...] = field(default=())  # those no card is concerned by
+    issues: tuple[Finding, ...] = ()  # those no card is concerned by
 
     @property
     def empty(self) -> bool:
@@ -143,7 +143,7 @@ class Board:
     def warnings(self) -> int:
         return sum(1 for i in self.all_issues() if i.level == "warning")
 
-    def all_issues(self) -> Iterable[Issue]:
+    def all_issues(self) -> Iterable[Finding]:
         yield from self.issues
         for card in (*self.pools, *self.profiles, *self.policies):
             yield from card.issues

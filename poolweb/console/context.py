@@ -7,7 +7,7 @@ from functools import cached_property
 
 from django.http import HttpRequest
 
-from poolweb.models import SiteState
+from poolweb.selectors.versions import management_enabled
 
 # (link name, path, admins only): spec/console.md names the links.
 NAVIGATION = (
@@ -32,9 +32,7 @@ class Shell:
 
     @cached_property
     def management_enabled(self) -> bool:
-        # Read, never created here: a fresh install is enabled (api.md §2) until someone switches.
-        enabled = SiteState.objects.filter(pk=1).values_list("management_enabled", flat=True).first()
-        return True if enabled is None else enabled
+        return management_enabled()
 
 
 def shell(request: HttpRequest) -> dict:

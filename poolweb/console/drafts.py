@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from poolweb.console.cards import (
-    Amount, Board, Issue, Link, Mark, PolicyCard, PoolCard, ProfileCard, QuotaLine, Removed, key_order,
+    Amount, Board, Finding, Link, Mark, PolicyCard, PoolCard, ProfileCard, QuotaLine, Removed, key_order,
     quantity_text,
 )
 from reconcile import ALL_POOLS, QuantityError, parse_quantity
@@ -58,7 +58,7 @@ def draft_board(document: Any, live: Board, errors: Iterable[Mapping], warnings:
     return Board(pools, profiles, policies, editing=True, removed=removed, issues=tuple(summary))
 
 
-def _marked(cards: tuple, live: tuple, placed: dict[tuple[str, int], list[Issue]], kind: str) -> tuple:
+def _marked(cards: tuple, live: tuple, placed: dict[tuple[str, int], list[Finding]], kind: str) -> tuple:
     before = {card.name: card for card in live}
     return tuple(replace(card, mark=mark(card, before.get(card.name)), issues=tuple(placed.get((kind, card.index), ())))
                  for card in cards)
@@ -72,12 +72,12 @@ def mark(card: PoolCard | ProfileCard | PolicyCard, live: PoolCard | ProfileCard
     return Mark("changed", fields) if fields else None
 
 
-def _issues(level: str, raw: Iterable[Mapping]) -> list[Issue]:
-    return [Issue(level, str(i.get("path", "")), str(i.get("message", ""))) for i in raw if isinstance(i, Mapping)]
+def _issues(level: str, raw: Iterable[Mapping]) -> list[Finding]:
+    return [Finding(level, str(i.get("path", "")), str(i.get("message", ""))) for i in raw if isinstance(i, Mapping)]
 
 
-def _placed(issues: list[Issue]) -> tuple[dict[tuple[str, int], list[Issue]], list[Issue]]:
-    placed: dict[tuple[str, int], list[Issue]] = {}
+def _placed(issues: list[Finding]) -> tuple[dict[tuple[str, int], list[Finding]], list[Finding]]:
+    placed: dict[tuple[str, int], list[Finding]] = {}
     summary = []
     for issue in issues:
         found = _CARD_PATH.match(issue.path)

@@ -99,7 +99,7 @@ def version(request: HttpRequest, number: int) -> HttpResponse:
     return render(request, "console/version.html", {
         "version": row, "board": document_board(row.document), "draft": draft,
         "document": json.dumps(row.document, indent=2, ensure_ascii=False),
-        "page": {"version": number, "draft": draft.exists, "live_version": draft.live_version},
+        "page": {"version": number, "draft": draft.exists},
     })
 
 
@@ -112,7 +112,6 @@ def version_diff(request: HttpRequest, a: int, b: int) -> HttpResponse:
         raise Http404(str(missing)) from None
     return render(request, "console/version_diff.html", {
         "before": a, "after": b, "sections": pages.diff_sections(changes), "summary": summarize(changes),
-        "newest": version_list().values_list("number", flat=True).first() or 0,
     })
 
 
@@ -131,7 +130,7 @@ def version_compare(request: HttpRequest) -> HttpResponse:
 @require_GET
 def coming(request: HttpRequest, page: str) -> HttpResponse:
     """The pages of the console's part 2, announced with what is there now (the API)."""
-    return render(request, "console/coming.html", {"coming": pages.COMING[page], "section": page})
+    return render(request, "console/coming.html", {"coming": pages.COMING[page]})
 
 
 def _list(value) -> list:

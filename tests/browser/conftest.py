@@ -2,7 +2,7 @@
 by Playwright's sync API, against a real daphne serving poolweb.asgi on the tests' database —
 HTTP, static files and the /ws/events/ stream, as ``make run`` serves them (decision 22).
 
-One browser and one server for the whole session; each test gets a fresh browser context
+One browser and one server for the package; each test gets a fresh browser context
 (cookies, storage) and a flushed database (``transactional_db``: the server must see what the
 test commits). Users sign in by a session made here and handed to the browser as its cookie;
 test_sign_in.py signs in through the form.
@@ -38,7 +38,10 @@ SCREENSHOTS = Path(settings.BASE_DIR) / "docs" / "screenshots"
 START_TIMEOUT = 60.0  # daphne's start is mostly Django's; the machine may be busy
 
 
-@pytest.fixture(scope="session")
+# One browser and one server for the package, torn down when its last test is done: Playwright's
+# sync API keeps an event loop in this thread while it runs, which Channels' tests after these
+# would trip over (pytest-django runs the transactional tests together, these among them).
+@pytest.fixture(scope="package")
 def browser():
     if not CHROMIUM.exists():
         pytest.skip("Chromium is not installed at /usr/bin/chromium (apt-get install chromium; .ci/run does)")
@@ -50,7 +53,7 @@ def browser():
         launched.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[str]:
     """daphne on the tests' database; passes run in it right after each change (inline), so a
     provision or a switch takes effect as it would with the worker."""

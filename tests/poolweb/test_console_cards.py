@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from poolweb.console.cards import Amount, Bar, Issue, Link, Mark, Removed, bar
+from poolweb.console.cards import Amount, Bar, Finding, Link, Mark, Removed, bar
 from poolweb.console.drafts import document_board, draft_board
 from tests.poolweb.conftest import document
 
@@ -80,8 +80,8 @@ def test_each_issue_goes_to_the_card_its_path_concerns_and_the_rest_to_the_summa
 
     board = draft_board(document(), live_cards(), errors, warnings)
 
-    assert board.profiles[1].issues == (Issue("error", "profiles[1].connections", "no connection"),)
-    assert board.policies[0].issues == (Issue("warning", "policies[0].group", "no members"),)
+    assert board.profiles[1].issues == (Finding("error", "profiles[1].connections", "no connection"),)
+    assert board.policies[0].issues == (Finding("warning", "policies[0].group", "no members"),)
     assert [i.message for i in board.issues] == ["still in use", "beyond the cards"]
     assert (board.errors, board.warnings) == (3, 1)
 

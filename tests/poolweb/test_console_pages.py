@@ -61,7 +61,7 @@ def test_the_switch_shows_the_stored_state(provisioned, alice):
 @pytest.mark.parametrize("path", ["/versions/2/", "/versions/1/diff/9/", f"/versions/{10**12}/"])
 def test_an_unknown_version_is_a_404_page(provisioned, alice, path):
     response = signed_in(alice).get(path)
-    assert response.status_code == 404 and b"there is no configuration version" in response.content
+    assert response.status_code == 404 and b"There is no configuration version" in response.content
 
 
 def test_the_compare_form_leads_to_the_diff(provisioned, alice):

@@ -8,7 +8,6 @@ within moments, not at the next heartbeat (R-44's grace is 30 s by default).
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -46,13 +45,13 @@ def lost_error(request: Request) -> RequestEnded:
 
 
 class LeaseKeeper(threading.Thread):
-    """Heartbeats a live request and puts every new state of it on ``changes``; ends by itself
-    once the request is no longer live."""
+    """Heartbeats a live request and keeps its newest state in ``request`` (one reference,
+    replaced whole: the holder's thread reads it without a lock); ends by itself once the request
+    is no longer live."""
 
     def __init__(self, client: Client, request: Request) -> None:
         super().__init__(name=f"poolctl-lease-{request.id}", daemon=True)
         self.client, self.request = client, request
-        self.changes: queue.Queue[Request] = queue.Queue()
         self.preempting = threading.Event()  # set from this thread: a holder's loop may test it
         self.stopping = threading.Event()
         self.interval = heartbeat_interval(request.lease_seconds)
@@ -77,23 +76,23 @@ class LeaseKeeper(threading.Thread):
         while not self.stopping.is_set() and self.request.live:
             fresh = watch.next(min(STEP, max(0.0, next_beat - time.monotonic())))
             if fresh is None and time.monotonic() >= next_beat:
-                fresh, next_beat = self._beat(backoff)
-                watch.request = fresh or watch.request
-            if fresh is not None and fresh != self.request:
-                self.request = fresh
+                fresh, next_beat = self._beat(watch, backoff)
+            if fresh is not None:
                 if fresh.state == PREEMPTING:
                     self.preempting.set()
-                self.changes.put(fresh)
+                self.request = fresh
 
-    def _beat(self, backoff: Backoff) -> tuple[Request | None, float]:
-        """One heartbeat; the request as it answered (None if unreachable) and the next moment."""
+    def _beat(self, watch: RequestWatch, backoff: Backoff) -> tuple[Request | None, float]:
+        """One heartbeat; the request as it answered (None if not) and when to beat next."""
         try:
             renewed = self.client.heartbeat(self.request)
-        except Conflict:  # not live any more (expired, evicted): read what became of it
-            return self.client.get(self.request), time.monotonic() + self.interval
+        except Conflict:  # not live any more (expired, evicted): the watch reads what became of it
+            watch.read_now()
+            return None, time.monotonic() + self.interval
         except Unreachable:  # try again soon; the lease has two more beats' worth of time
             return None, time.monotonic() + min(backoff.next(), self.interval)
         backoff.reset()
+        watch.request = renewed
         return renewed, time.monotonic() + self.interval
 
     def stop(self) -> None:
@@ -137,7 +136,8 @@ class Allocation:
     def _held(self) -> Request:
         if self.request is None:
             raise PoolctlError("the allocation is not entered yet: use it in a with block")
-        self._drain()
+        if self.keeper is not None:
+            self.request = self.keeper.request
         return self.request
 
     def __enter__(self) -> Allocation:
@@ -149,7 +149,6 @@ class Allocation:
             raise
         self.keeper = LeaseKeeper(self.client, self.request)
         self.keeper.start()
-        self._drain()
         return self
 
     def check(self) -> None:
@@ -163,20 +162,10 @@ class Allocation:
         if not request.live:
             raise lost_error(request)
 
-    def _drain(self) -> None:
-        """Take the keeper's news: the newest state of the request."""
-        if self.keeper is None:
-            return
-        while True:
-            try:
-                self.request = self.keeper.changes.get_nowait()
-            except queue.Empty:
-                break
-
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
         if self.keeper is not None:
             self.keeper.stop()
-        self._drain()
+            self.request = self.keeper.request
         held = self.request
         try:
             if held is not None:

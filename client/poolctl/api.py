@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from urllib.parse import quote
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -143,7 +144,8 @@ class Client:
         return [Pool.from_json(item) for item in self.transport.call("GET", "/pools")]
 
     def queue(self, pool: str, limit: int = 1000) -> list[QueueEntry]:
-        return [QueueEntry.from_json(item) for item in self._pages(f"/pools/{pool}/queue", {}, limit)]
+        path = f"/pools/{quote(pool, safe='')}/queue"
+        return [QueueEntry.from_json(item) for item in self._pages(path, {}, limit)]
 
     def policies(self) -> list[PolicyState]:
         return [PolicyState.from_json(item) for item in self.transport.call("GET", "/policies")]

@@ -94,6 +94,9 @@ def wait_with_progress(client: Client, request: Request, timeout: float | None, 
 
     try:
         return client.wait(request, timeout=timeout, progress=show)
+    except KeyboardInterrupt:
+        raise Interrupted(f"stopped waiting; request {request.id} stays queued",
+                          f"`poolctl wait {request.id}` waits again, `poolctl cancel {request.id}` withdraws it") from None
     finally:
         progress.clear()
 
@@ -120,6 +123,8 @@ def cmd_action(action: str) -> Handler:
     def handler(args: argparse.Namespace, out: Output) -> int:
         request = getattr(client_for(args), action)(args.id)
         out.result(request.to_json(), lambda: describe(request))
+        if request.state == "pending":  # a release gives back capacity; a queued request holds none
+            out.hint(f"poolctl cancel {request.id} withdraws it from the queue")
         return 0
 
     return handler

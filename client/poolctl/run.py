@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -31,7 +32,7 @@ from typing import Any
 from poolctl.allocation import LeaseKeeper, give_back, lost_error
 from poolctl.api import Client
 from poolctl.commands import Commands, Output, client_for
-from poolctl.errors import Interrupted, PoolctlError, UsageError, WaitTimeout
+from poolctl.errors import Interrupted, PoolctlError, UsageError
 from poolctl.models import PENDING, PREEMPTING, Request
 from poolctl.render import Progress, quantities
 from poolctl.submission import add_submission_arguments, seconds, submission_from
@@ -107,7 +108,7 @@ class Runner:
                 if attempt.ended in ("exited", "interrupted"):
                     return self._finish(attempt)
                 self._acknowledge()
-        except (KeyboardInterrupt, WaitTimeout) as error:
+        except BaseException as error:  # interrupted, timed out, failed: nothing held or queued is left
             self._abandon()
             if isinstance(error, KeyboardInterrupt):
                 raise Interrupted(f"interrupted; request {self.request.id if self.request else '?'} "
@@ -232,12 +233,20 @@ class Runner:
                 pass  # the whole group is gone already
 
 
-def cmd_run(args: argparse.Namespace, out: Output) -> int:
-    if not args.cmd:
+def check_command(cmd: list[str]) -> list[str]:
+    """CMD without a leading ``--``; a usage error before anything is submitted when there is no
+    such program (not an hour later, once capacity is granted)."""
+    cmd = cmd[1:] if cmd[:1] == ["--"] else cmd
+    if not cmd:
         raise UsageError("no command to run", "put it after --, like: poolctl run --policy dev --profile half -- "
                                               "python train.py")
-    if args.cmd[0] == "--":
-        args.cmd = args.cmd[1:]
+    if shutil.which(cmd[0]) is None:
+        raise UsageError(f"cannot run {cmd[0]!r}: no such program, or not executable", "check the command after --")
+    return cmd
+
+
+def cmd_run(args: argparse.Namespace, out: Output) -> int:
+    args.cmd = check_command(args.cmd)
     runner: Runner | None = None
     previous = {s: signal.getsignal(s) for s in FORWARDED}
     try:

@@ -105,6 +105,10 @@ class RequestWatch:
         self.backoff.reset()
         return fresh
 
+    def read_now(self) -> None:
+        """Read the request at the next step (a heartbeat found it not live)."""
+        self.next_read = self.clock()
+
     def read_every(self, seconds: float) -> None:
         """Read the request at least every ``seconds`` from now on, stream or not."""
         self.recheck = seconds

@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -90,6 +91,7 @@ class Runner:
         self.request: Request | None = None  # the newest state known
         self.process: subprocess.Popen | None = None
         self.signals: list[int] = []  # received while CMD runs: forwarded; the attempt ends "interrupted"
+        self.submission = {**submission_from(args), "idempotency_key": str(uuid.uuid4())}
 
     def on_signal(self, signum: int, frame: Any) -> None:
         if self.process is None or self.process.poll() is not None:
@@ -100,7 +102,7 @@ class Runner:
     def run(self) -> int:
         """Submit, then wait and run until CMD ends by itself, is interrupted or runs out of retries."""
         try:
-            self._note(self.client.submit(**submission_from(self.args)))
+            self._note(self.client.submit(**self.submission))
             self.out.say(f"poolctl: submitted request {self.request.id} ({self.request.policy}/{self.request.profile})")
             while True:
                 self._wait()
@@ -109,7 +111,8 @@ class Runner:
                     return self._finish(attempt)
                 self._acknowledge()
         except BaseException as error:  # interrupted, timed out, failed: nothing held or queued is left
-            self._abandon()
+            if self.request is not None or isinstance(error, KeyboardInterrupt):
+                self._abandon()
             if isinstance(error, KeyboardInterrupt):
                 raise Interrupted(f"interrupted; request {self.request.id if self.request else '?'} "
                                   f"is {self.summary.state}") from None
@@ -131,13 +134,17 @@ class Runner:
             progress.clear()
 
     def _abandon(self) -> None:
-        """Interrupted or timed out outside CMD: give back what the request holds or waits for."""
-        if self.request is None or self.request.terminal:
-            return
+        """Interrupted, timed out or failed outside CMD: give back what the request holds or waits
+        for. Interrupted before the submission's answer came, the same ``Idempotency-Key`` finds
+        the request the server may have created (or creates it, only to cancel it)."""
         try:
-            self._note(give_back(self.client, self.request) if self.request.live else self.client.cancel(self.request))
+            if self.request is None:
+                self._note(self.client.submit(**self.submission))
+            if not self.request.terminal:
+                self._note(give_back(self.client, self.request) if self.request.live
+                           else self.client.cancel(self.request))
         except PoolctlError as error:
-            self.out.say(f"poolctl: could not give request {self.request.id} back: {error.line()}")
+            self.out.say(f"poolctl: could not give the request back: {error.line()}")
 
     def _attempt(self) -> Attempt:
         """Run CMD once under the request's allocation; how it ended."""

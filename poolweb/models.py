@@ -157,6 +157,7 @@ class Request(models.Model):
             models.Index(fields=["state", "pool"], name="request_state_pool"),
             models.Index(fields=["owner", "state"], name="request_owner_state"),
             models.Index(fields=["policy", "state"], name="request_policy_state"),
+            models.Index(fields=["finished_at"], name="request_finished_at"),  # forgetting old ones
         ]
         constraints = [
             models.UniqueConstraint(fields=["owner", "idempotency_key"], condition=Q(idempotency_key__isnull=False),

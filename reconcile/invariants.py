@@ -32,7 +32,7 @@ from .plan import Decision, Plan
 from .planner import plan as plan_pass
 from .quantity import UNMETERED_BY_DEFAULT, Vector, format_quantity
 from .reasons import Reason
-from .transition import advance
+from .transition import applied, carry_out
 
 Tally = defaultdict  # (owner, scope, key) → milli-units
 POOL = ""  # the owner of a pool's own usage, beside the policies'
@@ -206,10 +206,7 @@ def _after_grants(snapshot: Snapshot, plan: Plan) -> dict[int, Request]:
     """Every request as the preemption phase sees it: expiries, evictions, removals and grants done."""
     requests = {r.id: r for r in snapshot.requests}
     for d in (*plan.expiries, *plan.evictions, *plan.cancellations, *plan.rejections, *plan.grants):
-        r = requests[d.request_id]
-        granted = d.state == State.ALLOCATED
-        requests[r.id] = replace(r, state=d.state, pool=d.pool if granted else r.pool,
-                                 allocated_at=plan.now if granted else r.allocated_at)
+        requests[d.request_id] = applied(requests[d.request_id], d, plan.now)
     return requests
 
 
@@ -253,12 +250,12 @@ def _borrowed(config: Config, live: list[Request], policy: str) -> dict[int, dic
 def check_idempotent(snapshot: Snapshot, first: Plan | None = None) -> list[Violation]:
     """I-8: plan, apply, plan again on the same ``now``: the second pass decides nothing, and
     rewrites no reason a pending request shows. ``first``: the plan already made for ``snapshot``."""
-    after = advance(snapshot, first if first is not None else plan_pass(snapshot))
+    after = carry_out(snapshot, first if first is not None else plan_pass(snapshot))
     second = plan_pass(after)
     found = [Violation("I-8", f"{DECIDES_AGAIN}: request {d.request_id} {d.from_state} → {d.state} ({d.reason})")
              for d in second.decisions()]
     if not found:
-        again = {r.id: r for r in advance(after, second).requests}
+        again = {r.id: r for r in carry_out(after, second).requests}
         found = [Violation("I-8", f"{REWORDS}: request {r.id} {r.reason} → {again[r.id].reason}")
                  for r in after.requests if again[r.id] != r]
     return found

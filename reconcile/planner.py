@@ -42,6 +42,7 @@ from .preemption import Preemption
 from .quantity import Vector  # noqa: F401  (doctest)
 from .quota import Ineligible, TermsCache, judge_queue
 from .reasons import Reason
+from .transition import applied
 
 
 def plan(snapshot: Snapshot) -> Plan:
@@ -69,7 +70,7 @@ class _Pass:
         self.victims_of: dict[int, list[int]] = {}  # preemptor → its victims in flight
 
     def run(self) -> Plan:
-        live, pending = self._advance_time()
+        live, pending = self._end_leases_and_graces()
         self.live = live
         self.ledger = Ledger.of_live(live, self.config)
         groups = self._queue(pending)
@@ -89,7 +90,7 @@ class _Pass:
 
     # --- 1. time ---------------------------------------------------------------------
 
-    def _advance_time(self) -> tuple[list[Request], list[Request]]:
+    def _end_leases_and_graces(self) -> tuple[list[Request], list[Request]]:
         """Live requests still live, and pending ones in the snapshot's order (evicted requests
         queued again where they stood)."""
         requests = self.snapshot.requests
@@ -100,15 +101,12 @@ class _Pass:
             if state is not ALLOCATED and state is not PREEMPTING:
                 continue  # terminal
             elif lifecycle.lease_expired(request, now):  # R-50
-                self.expiries.append(_decision(request, State.EXPIRED, Reason.LEASE_EXPIRED,
-                                               f"lease ran out at {request.lease_expires_at:%Y-%m-%d %H:%M:%S}"))
+                self.expiries.append(lifecycle.expiry(request))
             elif lifecycle.grace_over(request, now, grace):  # R-44, R-46
-                evicted = lifecycle.evict(request, now)
-                retry = f"queued again as attempt {evicted.attempt}" if evicted.state == State.PENDING else "no retries left"
-                self.evictions.append(_decision(request, evicted.state, evicted.reason,
-                                                f"not released within the grace period; evicted, {retry}"))
-                if evicted.state == State.PENDING:
-                    requeued[request.id] = evicted
+                decision = lifecycle.eviction(request, "not released within the grace period")
+                self.evictions.append(decision)
+                if decision.state is PENDING:
+                    requeued[request.id] = applied(request, decision, now)
             else:
                 live.append(request)
         if requeued:

@@ -26,7 +26,7 @@ from .model import Config, Request, Snapshot
 from .plan import Plan
 from .planner import plan
 from .report import UsageRow, usage_report
-from .transition import advance
+from .transition import carry_out
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ def preview(snapshot: Snapshot, config: Config) -> Preview:
     """Provisioning ``config`` on top of ``snapshot``, without changing anything."""
     proposed = replace(snapshot, config=config)
     decided = plan(proposed)
-    after = advance(proposed, decided)
+    after = carry_out(proposed, decided)
     return Preview(
         refusals=refused_removals(snapshot.requests, config),
         plan=decided,

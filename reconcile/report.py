@@ -62,7 +62,7 @@ def usage_report(config: Config, requests: Iterable[Request]) -> list[UsageRow]:
                     borrowed[(policy.name, scope, key)] += units[request.id].get(key, 0)
     stated = {(p.name, q.scope, q.key): q for p in config.policies for q in p.quotas}
     rows = []
-    for policy, scope, key in sorted(set(usage) | set(stated), key=_row_order):
+    for policy, scope, key in sorted(set(usage) | set(stated), key=row_order):
         row = stated.get((policy, scope, key))
         rows.append(UsageRow(policy, scope, key, usage.get((policy, scope, key), 0),
                              row.reserved if row else None, row.limit if row else None,
@@ -70,6 +70,7 @@ def usage_report(config: Config, requests: Iterable[Request]) -> list[UsageRow]:
     return rows
 
 
-def _row_order(row: tuple[str, str, str]) -> tuple:
+def row_order(row: tuple[str, str, str]) -> tuple:
+    """The order of usage rows (policy, scope, key): by policy, ``*`` first, then pools and keys by name."""
     policy, scope, key = row
     return (policy, scope != ALL_POOLS, scope, key)

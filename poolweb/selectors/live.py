@@ -12,7 +12,6 @@ Like reconcile.report, a key counts on a pool only where it is metered there (§
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -20,12 +19,13 @@ from dataclasses import dataclass
 from django.db.models import Count, F, QuerySet
 
 from poolweb.models import Request as RequestRow
-from poolweb.services.state import SNAPSHOT_FIELDS, live_config, to_engine
+from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
+from poolweb.selectors.versions import live_config
 from reconcile import ALL_POOLS, State
+from reconcile.document import NAME_PATTERN
 from reconcile.quantity import unmetered_keys
 from reconcile.report import usage_report
 
-NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 LIVE_STATES = (State.ALLOCATED.value, State.PREEMPTING.value)
 PENDING = State.PENDING.value
 

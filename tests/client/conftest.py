@@ -24,7 +24,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group, User
 
-from poolweb.api.auth import token_create
+from poolweb.services.tokens import token_issue
 from poolweb.ports import free_port, wait_until_listening
 from poolweb.services import config as config_services
 from tests.poolweb import processes
@@ -104,8 +104,8 @@ def live(server, transactional_db) -> People:
     carol = User.objects.create_user("carol", password="carol-password")
     Group.objects.get_or_create(name="urgent")
     config_services.config_provision_document(document=DOCUMENT, author=alice, comment="client tests")
-    return People(server=server, alice=token_create(user=alice), bob=token_create(user=bob),
-                  carol=token_create(user=carol))
+    return People(server=server, alice=token_issue(user=alice), bob=token_issue(user=bob),
+                  carol=token_issue(user=carol))
 
 
 def poolctl_environment(url: str, token: str, home: Path, **extra: str) -> dict[str, str]:

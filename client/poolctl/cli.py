@@ -18,15 +18,15 @@ from collections.abc import Callable, Sequence
 
 from poolctl import __version__
 from poolctl.admin import add_admin_commands
-from poolctl.api import Client
-from poolctl.commands import Commands, Handler, Output, Parser, client_for, common_options, exit_code_table
+from poolctl.api import Client, RequestRef, request_id
+from poolctl.commands import (Commands, Handler, Output, Parser, client_for, common_options, exit_code_table,
+                              wait_with_progress)
 from poolctl.config import normalise_url, read_file, write_file
 from poolctl.errors import FAILURE, Interrupted, PoolctlError, UsageError, ended
 from poolctl.models import Request
-from poolctl.render import Cell, Progress, duration, moment, number_cell, quantities, state_cell
+from poolctl.render import Cell, duration, moment, number_cell, quantities, state_cell, state_word
 from poolctl.run import add_run_command
 from poolctl.submission import add_submission_arguments, seconds, submission_from
-from poolctl.watch import RequestWatch
 
 
 # --- requests --------------------------------------------------------------------------------------
@@ -36,8 +36,7 @@ def describe(request: Request) -> str:
     where = f" on pool {request.pool}" if request.pool else ""
     place = f" · position {request.position}" if request.position is not None else ""
     why = f" · {request.reason}: {request.message}" if request.reason else ""
-    state = "queued" if request.state == "pending" else request.state
-    return f"request {request.id} ({request.policy}/{request.profile}) {state}{where}{place}{why}"
+    return f"request {request.id} ({request.policy}/{request.profile}) {state_word(request.state)}{where}{place}{why}"
 
 
 def next_steps(request: Request) -> tuple[str, ...]:
@@ -52,7 +51,7 @@ def details(request: Request) -> str:
     rows = [
         ("request", f"{request.id}" + (f"  {request.name}" if request.name else "")),
         ("queue", f"{request.policy}/{request.profile}"),
-        ("state", "queued" if request.state == "pending" else request.state),
+        ("state", state_word(request.state)),
         ("reason", f"{request.reason}: {request.message}" if request.message else request.reason or ""),
         ("position", "" if request.position is None else str(request.position)),
         ("pool", request.pool or ""),
@@ -85,27 +84,21 @@ def outcome(out: Output, request: Request) -> int:
     return show_request(out, request)
 
 
-def wait_with_progress(client: Client, request: Request, timeout: float | None, out: Output) -> Request:
-    """``client.wait`` with the live line on stderr (a plain line per change when not a terminal)."""
-    progress, started = Progress(out.stderr), time.monotonic()
-
-    def show(current: Request, watch: RequestWatch) -> None:
-        progress.show(current, time.monotonic() - started, watch.trouble.message if watch.trouble else None)
-
+def wait_or_stop(client: Client, request: RequestRef, timeout: float | None, out: Output) -> Request:
+    """Wait with the progress line; Ctrl-C stops waiting and leaves the request queued."""
     try:
-        return client.wait(request, timeout=timeout, progress=show)
+        return wait_with_progress(client, request, timeout, out)
     except KeyboardInterrupt:
-        raise Interrupted(f"stopped waiting; request {request.id} stays queued",
-                          f"`poolctl wait {request.id}` waits again, `poolctl cancel {request.id}` withdraws it") from None
-    finally:
-        progress.clear()
+        number = request_id(request)
+        raise Interrupted(f"stopped waiting; request {number} stays queued",
+                          f"`poolctl wait {number}` waits again, `poolctl cancel {number}` withdraws it") from None
 
 
 def cmd_submit(args: argparse.Namespace, out: Output) -> int:
     client = client_for(args)
     request = client.submit(**submission_from(args))
     if args.wait and request.state == "pending":
-        request = wait_with_progress(client, request, args.timeout, out)
+        request = wait_or_stop(client, request, args.timeout, out)
     return outcome(out, request)
 
 
@@ -115,8 +108,7 @@ def cmd_status(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_wait(args: argparse.Namespace, out: Output) -> int:
-    client = client_for(args)
-    return outcome(out, wait_with_progress(client, client.get(args.id), args.timeout, out))
+    return outcome(out, wait_or_stop(client_for(args), args.id, args.timeout, out))
 
 
 def cmd_action(action: str) -> Handler:
@@ -139,7 +131,7 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
     out.result([r.to_json() for r in requests],
                lambda: out.table(["id", "queue", "state", "pool", "pos", "submitted", "why"], rows)
                if rows else "no requests")
-    if not requests and not out.json:
+    if not requests:
         out.hint("poolctl submit --policy P --profile R")
     return 0
 
@@ -173,7 +165,9 @@ def cmd_policies(args: argparse.Namespace, out: Output) -> int:
     policies = client_for(args).policies()
     rows = [[p.name, number_cell(p.priority), p.group, s.scope, s.key, number_cell(s.usage), number_cell(s.reserved),
              number_cell(s.limit), number_cell(s.borrowed), number_cell(s.pending), number_cell(s.running)]
-            for p in policies for s in p.scopes or ()]
+            for p in policies for s in p.scopes]
+    rows += [[p.name, number_cell(p.priority), p.group, "*", "", "", "", "", "", number_cell(p.pending),
+              number_cell(p.running)] for p in policies if not p.scopes]  # no quota: no usage rows
     out.result([p.to_json() for p in policies],
                lambda: out.table(["policy", "priority", "group", "scope", "key", "usage", "reserved", "limit",
                                   "borrowed", "pending", "running"], rows) if rows else "no policies")

@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from poolctl.api import Client
+from poolctl.api import Client, RequestRef
 from poolctl.errors import EXIT_CODES, USAGE, PoolctlError
-from poolctl.render import Cell, colour_wanted, table, terminal_width
+from poolctl.models import Request
+from poolctl.render import Cell, Progress, colour_wanted, table, terminal_width
+from poolctl.watch import RequestWatch
 
 Handler = Callable[[argparse.Namespace, "Output"], "int | None"]
 
@@ -63,6 +66,19 @@ class Output:
 
 def client_for(args: argparse.Namespace) -> Client:
     return Client(url=args.url)
+
+
+def wait_with_progress(client: Client, request: RequestRef, timeout: float | None, out: Output) -> Request:
+    """``client.wait`` with the live line on stderr (a plain line per change when not a terminal)."""
+    progress, started = Progress(out.stderr), time.monotonic()
+
+    def show(current: Request, watch: RequestWatch) -> None:
+        progress.show(current, time.monotonic() - started, watch.trouble.message if watch.trouble else None)
+
+    try:
+        return client.wait(request, timeout=timeout, progress=show)
+    finally:
+        progress.clear()
 
 
 def exit_code_table() -> str:

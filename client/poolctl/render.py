@@ -38,8 +38,12 @@ class Cell:
     right: bool = False
 
 
+def state_word(state: str) -> str:
+    return QUEUED.get(state, state)
+
+
 def state_cell(state: str) -> Cell:
-    return Cell(QUEUED.get(state, state), STATE_COLOURS.get(state, ""))
+    return Cell(state_word(state), STATE_COLOURS.get(state, ""))
 
 
 def number_cell(value: object) -> Cell:
@@ -100,7 +104,7 @@ def moment(value: datetime | None) -> str:
 
 def waiting_line(request: Request, waited: float, trouble: str | None = None) -> str:
     """request 17 queued · position 3 · WaitingForCapacity: pool h100 is short of 2 gpu · 1m20s"""
-    parts = [f"request {request.id} {QUEUED.get(request.state, request.state)}"]
+    parts = [f"request {request.id} {state_word(request.state)}"]
     if request.attempt > 1:
         parts.append(f"attempt {request.attempt}")
     if request.position is not None:

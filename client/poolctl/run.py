@@ -32,10 +32,10 @@ from typing import Any
 
 from poolctl.allocation import LeaseKeeper, give_back, lost_error
 from poolctl.api import Client
-from poolctl.commands import Commands, Output, client_for
+from poolctl.commands import Commands, Output, client_for, wait_with_progress
 from poolctl.errors import Interrupted, PoolctlError, UsageError
 from poolctl.models import PENDING, PREEMPTING, Request
-from poolctl.render import Progress, quantities
+from poolctl.render import quantities
 from poolctl.submission import add_submission_arguments, seconds, submission_from
 
 STEP = 0.2  # seconds between looks at the command and the request while it runs
@@ -123,15 +123,7 @@ class Runner:
         self.summary.note(request)
 
     def _wait(self) -> None:
-        progress, started = Progress(self.out.stderr), time.monotonic()
-
-        def show(current: Request, watch: Any) -> None:
-            progress.show(current, time.monotonic() - started, watch.trouble.message if watch.trouble else None)
-
-        try:
-            self._note(self.client.wait(self.request, timeout=self.args.timeout, progress=show))
-        finally:
-            progress.clear()
+        self._note(wait_with_progress(self.client, self.request, self.args.timeout, self.out))
 
     def _abandon(self) -> None:
         """Interrupted, timed out or failed outside CMD: give back what the request holds or waits

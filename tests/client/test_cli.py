@@ -52,6 +52,8 @@ def test_human_output_is_a_table_with_a_hint_for_the_next_command(poolctl):
     listed = poolctl("list")
     assert listed.stdout.splitlines()[0].split() == ["ID", "QUEUE", "STATE", "POOL", "POS", "SUBMITTED", "WHY"]
     assert "\033" not in listed.stdout  # not a terminal, and NO_COLOR
+    policies = poolctl("policies").stdout.splitlines()  # policies without quotas still have a row
+    assert {tuple(line.split()[:2]) for line in policies[1:]} == {("dev", "0"), ("urgent", "10")}
 
 
 def single_line(result) -> str:

@@ -70,6 +70,7 @@ class LeaseKeeper(threading.Thread):
             self.failure = error
         finally:
             self.watch.close()
+            self.client.transport.close()  # this thread's kept-alive connection
 
     def _keep(self, watch: RequestWatch) -> None:
         next_beat, backoff = time.monotonic() + self.interval, Backoff()

@@ -15,7 +15,6 @@ must not end a wait); ``trouble`` says what is wrong meanwhile. Refusals (a revo
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from poolctl.backoff import Backoff
@@ -37,13 +36,12 @@ def changed(before: Request, after: Request) -> bool:
 
 
 class RequestWatch:
-    def __init__(self, client: Client, request: Request, *, stream: EventStream | None = None,
-                 backoff: Backoff | None = None, clock: Callable[[], float] = time.monotonic) -> None:
-        self.client, self.request, self.clock = client, request, clock
-        self.stream = stream if stream is not None else client.event_stream()
-        self.backoff = backoff or Backoff()
+    def __init__(self, client: Client, request: Request) -> None:
+        self.client, self.request, self.clock = client, request, time.monotonic
+        self.stream: EventStream = client.event_stream()
+        self.backoff = Backoff()
         self.streaming = True  # try the stream (again) before the next read
-        self.next_read = clock()  # the stream first, then a read: a change in between is seen
+        self.next_read = self.clock()  # the stream first, then a read: a change in between is seen
         self.last_read = float("-inf")
         self.trouble: Unreachable | None = None
         self.recheck = RECHECK

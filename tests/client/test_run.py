@@ -165,3 +165,15 @@ def test_a_wait_timeout_cancels_the_request_and_exits_8(live, tmp_path, train):
     code, stderr = finish(start_run(live, tmp_path, train, "exit-42", "--timeout", "1"))
     assert code == errors.TIMEOUT, stderr
     assert result(tmp_path)["state"] == "cancelled" and "still pending after 1 s" in stderr
+
+
+def test_an_allocation_cancelled_by_an_admin_stops_the_command_and_exits_6(live, tmp_path, train):
+    run = start_run(live, tmp_path, train, "stubborn")
+    wait_until(lambda: journal(tmp_path), 30, "the command to start")
+    started = json.loads(journal(tmp_path)[0].removeprefix("attempt 1 started "))
+    Client(live.server.url, live.alice).cancel(int(started["POOLWEB_REQUEST_ID"]))
+    code, stderr = finish(run)
+    assert code == errors.ENDED, stderr
+    summary = result(tmp_path)
+    assert summary["attempts"][0]["ended"] == "lost" and summary["attempts"][0]["exit_code"] == 128 + signal.SIGKILL
+    assert summary["error"]["type"] == "cancelled" and "stopping the command" in stderr

@@ -62,14 +62,15 @@ class Transport:
             connection.request(method, target, body=payload, headers=headers)
             response = connection.getresponse()
             data = response.read()
-        except STALE as error:
+        except BaseException as error:
+            # Never reuse a connection an exchange broke off — a Ctrl-C half-way included: its
+            # next request would fail (CannotSendRequest) or read the old answer.
             self.close()
-            if reused and retry:  # the server dropped an idle connection: this call never reached it
+            if isinstance(error, STALE) and reused and retry:  # the server dropped an idle connection
                 return self._exchange(method, target, payload, headers, retry=False)
-            raise self._unreachable(error) from None
-        except (OSError, http.client.HTTPException) as error:
-            self.close()
-            raise self._unreachable(error) from None
+            if isinstance(error, (OSError, http.client.HTTPException)):
+                raise self._unreachable(error) from None
+            raise
         if response.getheader("Connection", "").lower() == "close":
             self.close()
         return response.status, response.getheader("Content-Type", ""), data

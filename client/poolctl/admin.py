@@ -17,7 +17,7 @@ from typing import Any
 from poolctl.commands import Commands, Output, client_for
 from poolctl.errors import InvalidInput, UsageError
 from poolctl.models import Issue, Preview, Validation
-from poolctl.render import Cell, moment, number_cell
+from poolctl.render import Cell, local_time, number_cell
 
 
 def is_yaml(name: str) -> bool:
@@ -145,7 +145,7 @@ def cmd_provision(args: argparse.Namespace, out: Output) -> int:
 
 def cmd_versions(args: argparse.Namespace, out: Output) -> int:
     versions = client_for(args).versions(limit=args.limit)
-    rows = [[number_cell(v.version), v.author or "", moment(v.created_at), v.comment] for v in versions]
+    rows = [[number_cell(v.version), v.author or "", local_time(v.created_at), v.comment] for v in versions]
     out.result([v.to_json() for v in versions],
                lambda: out.table(["version", "author", "created", "comment"], rows) if rows else "no versions yet")
     return 0

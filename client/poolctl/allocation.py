@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from poolctl.backoff import Backoff
-from poolctl.errors import Conflict, PoolctlError, Preempted, RequestEnded, Unreachable, lost
+from poolctl.errors import Conflict, PoolctlError, Preempted, Unreachable, lost
 from poolctl.models import PENDING, PREEMPTING, Request
 from poolctl.watch import RequestWatch
 
@@ -34,14 +34,6 @@ def give_back(client: Client, request: Request) -> Request:
     retries remain (R-46), and a holder that is done wants no next attempt, so that is cancelled."""
     released = client.release(request)
     return client.cancel(released) if released.state == PENDING else released
-
-
-def lost_error(request: Request) -> RequestEnded:
-    """Why a holder no longer holds ``request``: evicted (re-queued or out of retries) is
-    ``Preempted``; otherwise cancelled, released by someone else, or expired."""
-    if request.state == PENDING or request.state == "preempted":
-        return Preempted(request, "its capacity went to higher-priority work; use the next attempt, or submit again")
-    return lost(request)
 
 
 class LeaseKeeper(threading.Thread):
@@ -161,7 +153,7 @@ class Allocation:
         if request.state == PREEMPTING:
             raise Preempted(request, "stop and leave the block: the allocation is released then")
         if not request.live:
-            raise lost_error(request)
+            raise lost(request)
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> None:
         if self.keeper is not None:
@@ -178,7 +170,7 @@ class Allocation:
             if self.keeper is not None:
                 self.keeper.join(timeout=2 * STEP)
         if kind is None and held is not None and not held.live:
-            raise lost_error(held)  # the block ran on, but without the capacity: say so
+            raise lost(held)  # the block ran on, but without the capacity: say so
 
     def _cancel_quietly(self) -> None:
         try:

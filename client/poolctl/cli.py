@@ -24,7 +24,7 @@ from poolctl.commands import (Commands, Handler, Output, Parser, client_for, com
 from poolctl.config import normalise_url, read_file, write_file
 from poolctl.errors import FAILURE, Interrupted, PoolctlError, UsageError, ended
 from poolctl.models import Request
-from poolctl.render import Cell, duration, moment, number_cell, quantities, state_cell, state_word
+from poolctl.render import Cell, duration, local_time, number_cell, quantities, state_cell, state_word
 from poolctl.run import add_run_command
 from poolctl.submission import add_submission_arguments, seconds, submission_from
 
@@ -60,10 +60,10 @@ def details(request: Request) -> str:
         ("preemptible", "yes" if request.preemptible else "no"),
         ("owner", request.owner or ""),
         ("labels", ", ".join(f"{k}={v}" for k, v in request.labels.items())),
-        ("submitted", moment(request.submitted_at)),
-        ("allocated", moment(request.allocated_at)),
-        ("lease until", moment(request.lease_expires_at) if request.live else ""),
-        ("finished", moment(request.finished_at)),
+        ("submitted", local_time(request.submitted_at)),
+        ("allocated", local_time(request.allocated_at)),
+        ("lease until", local_time(request.lease_expires_at) if request.live else ""),
+        ("finished", local_time(request.finished_at)),
     ]
     return "\n".join(f"{name:<12} {value}" for name, value in rows if value)
 
@@ -126,7 +126,7 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
     requests = client_for(args).list(state=args.state, policy=args.policy, profile=args.profile, pool=args.pool,
                                      owner=args.owner, limit=args.limit)
     rows = [[Cell(str(r.id), right=True), f"{r.policy}/{r.profile}", state_cell(r.state), r.pool or "",
-             number_cell(r.position), moment(r.submitted_at), f"{r.reason}: {r.message}" if r.message else ""]
+             number_cell(r.position), local_time(r.submitted_at), f"{r.reason}: {r.message}" if r.message else ""]
             for r in requests]
     out.result([r.to_json() for r in requests],
                lambda: out.table(["id", "queue", "state", "pool", "pos", "submitted", "why"], rows)

@@ -176,7 +176,9 @@ def ended(request: Request) -> RequestEnded | None:
 
 
 def lost(request: Request) -> RequestEnded:
-    """The error for a holder whose allocation ended under it: ``ended``, or ``Cancelled`` when it
-    was released by someone else."""
+    """The error for a holder whose allocation ended under it: evicted (queued again, or out of
+    retries) is ``Preempted``; else how it ended, or ``Cancelled`` when someone else released it."""
+    if request.state in ("pending", "preempted"):
+        return Preempted(request, "its capacity went to higher-priority work; use the next attempt, or submit again")
     return ended(request) or Cancelled(request, "it was released by someone else (an admin, or "
                                                 "`poolctl release`) while it was in use")

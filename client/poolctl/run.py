@@ -30,10 +30,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from poolctl.allocation import LeaseKeeper, give_back, lost_error
+from poolctl.allocation import LeaseKeeper, give_back
 from poolctl.api import Client
 from poolctl.commands import Commands, Output, client_for, wait_with_progress
-from poolctl.errors import Interrupted, PoolctlError, UsageError
+from poolctl.errors import Interrupted, PoolctlError, UsageError, lost
 from poolctl.models import PENDING, PREEMPTING, Request
 from poolctl.render import quantities
 from poolctl.submission import add_submission_arguments, seconds, submission_from
@@ -211,7 +211,7 @@ class Runner:
             request = self.client.release(request)
         self._note(request)
         if request.state != PENDING:
-            raise lost_error(request)
+            raise lost(request)
         self.out.say(f"poolctl: request {request.id} is queued again for attempt {request.attempt}")
 
     def _finish(self, attempt: Attempt) -> int:

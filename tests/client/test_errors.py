@@ -81,3 +81,11 @@ def test_a_request_that_ended_without_running_raises_its_error_with_the_reason(s
 @pytest.mark.parametrize("state", ["pending", "allocated", "preempting", "released"])
 def test_other_states_are_no_failure(state):
     assert ended(Request(id=4, state=state)) is None
+
+
+@pytest.mark.parametrize("state, kind", [
+    ("pending", errors.Preempted), ("preempted", errors.Preempted), ("expired", errors.Expired),
+    ("cancelled", errors.Cancelled), ("released", errors.Cancelled),
+])
+def test_a_holder_that_lost_its_allocation_is_told_how(state, kind):
+    assert type(errors.lost(Request(id=4, state=state, reason="Reclaimed", message="…"))) is kind

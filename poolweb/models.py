@@ -165,6 +165,23 @@ class Request(models.Model):
         ]
 
 
+class RequestChange(models.Model):
+    """One change of a request's state (its history, api.md ``GET /requests/{id}/history``), written
+    in the transaction of the change itself."""
+
+    request = models.ForeignKey(Request, on_delete=models.CASCADE, related_name="changes", db_constraint=False)
+    at = models.DateTimeField()
+    state = models.CharField(max_length=16, choices=Request.STATES)
+    reason = models.CharField(max_length=32, choices=Request.REASONS)
+    message = models.TextField(blank=True)
+    attempt = models.PositiveSmallIntegerField()
+    pool = models.CharField(max_length=NAME_LENGTH, null=True, blank=True)
+
+    class Meta:
+        ordering = ["request", "id"]
+        indexes = [models.Index(fields=["request", "id"], name="request_change_order")]
+
+
 class ApiToken(models.Model):
     """A bearer token; only its SHA-256 is stored."""
 

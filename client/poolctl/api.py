@@ -88,19 +88,23 @@ class Client:
         return [Request.from_json(item) for item in self._pages("/requests", params, limit)]
 
     def heartbeat(self, request: RequestRef) -> Request:
-        """Renew the lease (R-50); ``Conflict`` unless the request is live."""
-        return self._act(request, "heartbeat")
+        """Renew the lease (R-50); ``Conflict`` unless the request is live — and, given a
+        ``Request``, unless its attempt is still the current one (a re-queued request's old run
+        learns that it must stop)."""
+        return self._act(request, "heartbeat", attempt=True)
 
     def release(self, request: RequestRef) -> Request:
-        """Done, or acknowledging preemption (R-51); idempotent."""
-        return self._act(request, "release")
+        """Done, or acknowledging preemption (R-51); idempotent. Given a ``Request``, only its
+        attempt is released: a late release never throws away the next attempt."""
+        return self._act(request, "release", attempt=True)
 
     def cancel(self, request: RequestRef) -> Request:
         """Withdraw (R-51); idempotent."""
         return self._act(request, "cancel")
 
-    def _act(self, request: RequestRef, action: str) -> Request:
-        return Request.from_json(self.transport.call("POST", f"/requests/{request_id(request)}/{action}"))
+    def _act(self, request: RequestRef, action: str, attempt: bool = False) -> Request:
+        body = {"attempt": request.attempt} if attempt and isinstance(request, Request) else None
+        return Request.from_json(self.transport.call("POST", f"/requests/{request_id(request)}/{action}", body))
 
     def wait(self, request: RequestRef, timeout: float | None = None, *,
              progress: Callable[[Request, RequestWatch], None] | None = None) -> Request:

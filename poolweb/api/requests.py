@@ -30,10 +30,12 @@ from poolweb.api.submission import (
     LEASE_BOUNDS, MAX_LABEL_VALUE, MAX_NAME, SubmissionInvalid, idempotency_key_errors, read_submission,
 )
 from poolweb.models import Request as RequestRow
-from poolweb.selectors.requests import RequestFilters, request_by_idempotency_key, request_get, request_list
+from poolweb.selectors.requests import (
+    RequestFilters, request_by_idempotency_key, request_get, request_history, request_list,
+)
 from poolweb.selectors.versions import live_config
 from poolweb.services import requests as services
-from poolweb.services.payloads import request_data
+from poolweb.services.payloads import change_data, request_data
 from reconcile import State
 from reconcile.document import NAME_PATTERN
 from reconcile.lifecycle import LEASE_SECONDS_DEFAULT
@@ -165,6 +167,26 @@ class RequestView(CatchUpOnRead, APIView):
         return Response(request_data(row))
 
 
+class ChangeSchema(serializers.Serializer):
+    at = serializers.DateTimeField()
+    state = serializers.ChoiceField(choices=[s.value for s in State])
+    reason = serializers.CharField(help_text="the reason code of the change (spec §9)")
+    message = serializers.CharField()
+    attempt = serializers.IntegerField()
+    pool = serializers.CharField(allow_null=True, help_text="where it holds or held capacity; null while queued")
+
+
+class RequestHistoryView(APIView):
+    @extend_schema(tags=[TAG], operation_id="requests_history", parameters=[ID],
+                   responses={200: ChangeSchema(many=True), 404: NOT_FOUND},
+                   description="Every change of the request's state, oldest first.")
+    def get(self, request, id: int):
+        changes = request_history(user=request.user, request_id=id)
+        if changes is None:
+            raise exceptions.NotFound(f"there is no request {id}")
+        return Response([change_data(change) for change in changes])
+
+
 class AttemptBody(serializers.Serializer):
     attempt = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ATTEMPT,
                                        help_text="the attempt this call is about; another attempt is left alone")
@@ -194,7 +216,12 @@ class RequestActionView(APIView):
     takes_attempt = True
 
     def act(self, request, id: int) -> Response:
-        options = read_attempt(request.data) if self.takes_attempt else {}
+        if self.takes_attempt:
+            options = read_attempt(request.data)
+        elif request.data:
+            raise exceptions.ValidationError({"": ["this action takes no body"]})
+        else:
+            options = {}
         try:
             row = self.service(user=request.user, request_id=id, **options)
         except services.RequestNotFound as error:
@@ -227,6 +254,7 @@ CANCEL = "Withdraw (R-51); idempotent."
 urlpatterns = [
     path("requests", RequestCollectionView.as_view(), name="request-list"),
     path("requests/<int:id>", RequestView.as_view(), name="request-detail"),
+    path("requests/<int:id>/history", RequestHistoryView.as_view(), name="request-history"),
     path("requests/<int:id>/heartbeat", _action_view("heartbeat", services.request_heartbeat, HEARTBEAT),
          name="request-heartbeat"),
     path("requests/<int:id>/release", _action_view("release", services.request_release, RELEASE),

@@ -31,7 +31,7 @@ from poolweb import sql
 from poolweb.models import PassRecord, Request as RequestRow
 from poolweb.selectors.snapshot import NO_WAIT, StoredWait, load_pass_input
 from poolweb.services import events
-from poolweb.services.changes import decision_columns
+from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.site import site_locked
 from reconcile import Plan, Request, Snapshot, State, plan
 
@@ -58,6 +58,7 @@ class Writes:
     expected: dict[int, str] = field(default_factory=dict)  # the state the plan saw
     leases: dict[int, datetime | None] = field(default_factory=dict)  # of the requests it expires, as seen
     victims: dict[int, list[int]] = field(default_factory=dict)  # preemptor → the victims it takes
+    history: list[tuple] = field(default_factory=list)  # services.changes.history_entry of each decision
     announced: set[int] = field(default_factory=set)  # request.updated for these
     pools: set[str] = field(default_factory=set)
     policies: set[str] = field(default_factory=set)
@@ -116,6 +117,7 @@ def apply_plan(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) 
     writes = planned_writes(snapshot, waits, decided)
     _drop_conflicts(writes)
     sql.update_requests(writes.fields)
+    sql.insert_changes([entry for entry in writes.history if entry[0] in writes.fields])
     events.publish_requests(writes.announced & writes.fields.keys())
     events.publish_live(writes.pools, writes.policies)
     return writes
@@ -141,6 +143,8 @@ def _write_decisions(writes: Writes, requests: dict[int, Request], waits: dict[i
             writes.victims.setdefault(decision.preempted_by, []).append(before.id)
         requests[before.id], columns = decision_columns(before, decision, decided.now)
         writes.fields.setdefault(before.id, {}).update(columns)
+        if entry := history_entry(requests[before.id], decision, decided.now):
+            writes.history.append(entry)
         writes.announced.add(before.id)
         writes.pools.update(p for p in (decision.pool, before.pool, waits.get(before.id, NO_WAIT).queue_pool) if p)
         writes.policies.add(before.policy)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import time
 import uuid
-from urllib.parse import quote
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from poolctl.config import resolve
 from poolctl.errors import WaitTimeout, ended

@@ -43,13 +43,14 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
 
 class QueueEntrySerializer(RequestSerializer):
-    """A request object; another team's shows only ``PUBLIC_REQUEST_FIELDS``."""
+    """A request object; another team's shows only ``PUBLIC_REQUEST_FIELDS``. (Only written, never
+    read: the other fields are not read-only here only so the schema can say they may be absent.)"""
 
     def get_fields(self):
         fields = super().get_fields()
         for name, field in fields.items():
             if name not in PUBLIC_REQUEST_FIELDS:
-                field.required = False
+                field.read_only, field.required = False, False
                 field.help_text = "only on your own requests, your teams' (and for admins)"
         return fields
 

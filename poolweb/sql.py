@@ -10,7 +10,7 @@ on write, model instances and ``bulk_create`` for events); here it costs what th
 - ``update_requests``: one ``UPDATE`` per set of changed columns, by ``executemany`` on SQLite (in
   process, a row costs nothing more) and as ``UPDATE … FROM (VALUES …)`` a thousand rows at a time
   on PostgreSQL (whose ``executemany`` pays a parse, bind and execute round per row);
-- ``insert_events``: multi-row ``INSERT``s, 500 rows to a statement;
+- ``insert``: multi-row ``INSERT``s, 500 rows to a statement (the outbox, the requests' history);
 - ``lock_outbox`` and ``sequence_high_water``: PostgreSQL's advisory lock and sequence functions.
 """
 
@@ -23,10 +23,11 @@ from datetime import datetime, timezone as dt_timezone
 
 from django.db import connection
 
-from poolweb.models import Event, Request as RequestRow
+from poolweb.models import Event, Request as RequestRow, RequestChange
 
 CHUNK = 2000  # values per IN (…): below every database's limit of bound parameters
-OUTBOX_LOCK = 0x706F_6F6C_0001  # pg_advisory_xact_lock key of the outbox writers
+OUTBOX_LOCK = 0x706F_6F6C_0001  # pg_advisory_xact_lock keys: the outbox writers,
+SCHEDULES_LOCK = 0x706F_6F6C_0002  # and whoever arms the worker's schedules
 
 
 def select_requests(fields: Sequence[str], column: str, values: Sequence) -> list[tuple]:
@@ -88,14 +89,14 @@ def update_requests(fields_by_id: dict[int, dict]) -> None:
 
 
 class _Preparer:
-    """Text, numbers and NULL go to every driver as they are; datetimes take the backend's form,
-    prepared once per value: a pass writes one ``now`` to thousands of rows."""
+    """Datetimes take the backend's form, prepared once per value (a pass writes one ``now`` to
+    thousands of rows); everything else goes to the driver as it is."""
 
     def __init__(self) -> None:
-        self.prepared: dict[tuple[str, object], object] = {}
+        self.prepared: dict[tuple[str, datetime], object] = {}
 
     def __call__(self, column, value):
-        if value is None or isinstance(value, (str, int)):
+        if not isinstance(value, datetime):
             return value
         key = (column.name, value)
         if key not in self.prepared:
@@ -115,28 +116,45 @@ def _update_from_values(cursor, columns: list, values: list[list]) -> None:
                        f"WHERE t.{names[-1]} = v.{names[-1]}", [value for one in part for value in one])
 
 
-def lock_outbox() -> None:
-    """PostgreSQL hands out sequence values at insert time, so two writers could commit seq 7
-    before 6 and a reader at 7 would skip 6: the writers of events take one advisory lock, held to
-    commit, so rows commit in seq order. SQLite has a single writer anyway."""
+def lock(key: int) -> None:
+    """An advisory lock held until the transaction ends (PostgreSQL). SQLite needs none: its
+    IMMEDIATE transactions hold the database's one write lock from their start."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [OUTBOX_LOCK])
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+
+
+def lock_outbox() -> None:
+    """PostgreSQL hands out sequence values at insert time, so two writers could commit seq 7
+    before 6 and a reader at 7 would skip 6: the writers of events take one lock, held to
+    commit, so rows commit in seq order."""
+    lock(OUTBOX_LOCK)
 
 
 def insert_events(rows: list[tuple[str, int | None, dict]], created_at: datetime) -> None:
     """Insert ``(type, owner_id, data)`` outbox rows."""
-    meta, quote = Event._meta, connection.ops.quote_name
-    columns = [meta.get_field(name) for name in ("type", "owner", "data", "created_at")]
-    now = columns[3].get_db_prep_save(created_at, connection)
-    encode = columns[2].get_db_prep_save
-    values = [(type, owner_id, encode(data, connection), now) for type, owner_id, data in rows]
+    data = Event._meta.get_field("data")
+    insert(Event, ("type", "owner", "data", "created_at"),
+           [(type, owner_id, data.get_db_prep_save(value, connection), created_at) for type, owner_id, value in rows])
+
+
+def insert_changes(rows: list[tuple[int, datetime, str, str, str, int, str | None]]) -> None:
+    """Insert history rows ``(request_id, at, state, reason, message, attempt, pool)``."""
+    insert(RequestChange, ("request", "at", "state", "reason", "message", "attempt", "pool"), rows)
+
+
+def insert(model, names: Sequence[str], rows: list[tuple]) -> None:
+    """Multi-row INSERTs of ``rows`` (values in the order of ``names``), 500 rows to a statement."""
+    meta, quote = model._meta, connection.ops.quote_name
+    columns = [meta.get_field(name) for name in names]
+    prepare = _Preparer()
+    values = [[prepare(column, value) for column, value in zip(columns, row)] for row in rows]
+    placeholders = "(" + ", ".join(["%s"] * len(columns)) + ")"
     with connection.cursor() as cursor:
         for start in range(0, len(values), 500):
             part = values[start:start + 500]
             cursor.execute(f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(c.column) for c in columns)}) "
-                           f"VALUES {', '.join(['(%s, %s, %s, %s)'] * len(part))}",
-                           [value for row in part for value in row])
+                           f"VALUES {', '.join([placeholders] * len(part))}", [value for row in part for value in row])
 
 
 def sequence_high_water() -> int:

@@ -13,7 +13,9 @@ actions, the planner for time-driven changes. Terminal requests give None (idemp
 >>> evicted = applied(r, release(r, by="bob"), now)   # a retry left: back to the queue
 >>> evicted.state, evicted.attempt
 (<State.PENDING: 'pending'>, 2)
->>> release(evicted, by="bob").message   # pending again: release withdraws it
+>>> release(evicted, by="bob") is None   # a late or repeated release keeps the new attempt (R-51)
+True
+>>> cancel(evicted, by="bob").message   # only cancel withdraws a queued request
 'cancelled by bob before it was allocated'
 """
 
@@ -46,13 +48,13 @@ def eviction(request: Request, why: str) -> Decision | None:
 
 
 def release(request: Request, by: str = "") -> Decision | None:
-    """R-51: done. Live capacity is returned; a preempting request takes the eviction path."""
+    """R-51: done. Live capacity is returned; a preempting request takes the eviction path. A
+    pending request holds nothing to give back: a release that arrives after it was queued again
+    (a client's retry, or a holder's acknowledgement after the grace) leaves the new attempt be."""
     if request.state == State.ALLOCATED:
         return Decision.of(request, State.RELEASED, Reason.RELEASED, _freed(request, "released", by))
     if request.state == State.PREEMPTING:
         return eviction(request, f"released by {by} while being preempted")
-    if request.state == State.PENDING:  # nothing to give back: releasing a queued request withdraws it
-        return cancel(request, by)
     return None
 
 
@@ -75,7 +77,7 @@ def _freed(request: Request, verb: str, by: str) -> str:
 def expiry(request: Request) -> Decision:
     """R-50: the lease ran out; the capacity is returned."""
     return Decision.of(request, State.EXPIRED, Reason.LEASE_EXPIRED,
-                       f"lease ran out at {request.lease_expires_at:%Y-%m-%d %H:%M:%S}")
+                       f"lease ran out at {request.lease_expires_at:%Y-%m-%d %H:%M:%S %Z}".rstrip())
 
 
 def heartbeat(request: Request, now: datetime) -> Request:

@@ -33,17 +33,18 @@ from poolweb.api.submission import (
 )
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import (
-    RequestFilters, pending_count, request_by_idempotency_key, request_get, request_list,
+    RequestFilters, pending_count, request_by_idempotency_key, request_get, request_history, request_list,
 )
 from poolweb.selectors.versions import live_config
 from poolweb.services import requests as services
-from poolweb.services.payloads import request_data
+from poolweb.services.payloads import change_data, request_data
 from reconcile import State
 from reconcile.document import NAME_PATTERN
 from reconcile.lifecycle import LEASE_SECONDS_DEFAULT
 from reconcile.resource_settings import MEMORY_UNITS
 
 TAG = "requests"
+MAX_ATTEMPT = 32767  # Request.attempt is a small integer
 USERNAME_PATTERN = re.compile(r"[\w.@+-]{1,150}")  # Django's username validator
 
 
@@ -179,14 +180,63 @@ class RequestView(CatchUpOnRead, APIView):
         return Response(request_data(row))
 
 
+class ChangeSchema(serializers.Serializer):
+    at = serializers.DateTimeField()
+    state = serializers.ChoiceField(choices=[s.value for s in State])
+    reason = serializers.CharField(help_text="the reason code of the change (spec §9)")
+    message = serializers.CharField()
+    attempt = serializers.IntegerField()
+    pool = serializers.CharField(allow_null=True, help_text="where it holds or held capacity; null while queued")
+
+
+class RequestHistoryView(APIView):
+    @extend_schema(tags=[TAG], operation_id="requests_history", parameters=[ID],
+                   responses={200: ChangeSchema(many=True), 404: NOT_FOUND},
+                   description="Every change of the request's state, oldest first.")
+    def get(self, request, id: int):
+        changes = request_history(user=request.user, request_id=id)
+        if changes is None:
+            raise exceptions.NotFound(f"there is no request {echo(id)}")
+        return Response([change_data(change) for change in changes])
+
+
+class AttemptBody(serializers.Serializer):
+    attempt = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ATTEMPT,
+                                       help_text="the attempt this call is about; another attempt is left alone")
+
+
+def read_attempt(data) -> dict:
+    """The optional body of heartbeat and release: ``{"attempt": n}`` or nothing."""
+    if not data:
+        return {}
+    if not isinstance(data, dict):
+        raise exceptions.ValidationError({"": ["the body is a JSON object such as {\"attempt\": 2}, or empty"]})
+    unknown = [field for field in data if field != "attempt"]
+    if unknown:
+        raise exceptions.ValidationError({str(unknown[0])[:64]: [exceptions.ErrorDetail(
+            "is not a field: the body has only attempt", code="unknown_field")]})
+    value = data.get("attempt")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ATTEMPT:
+        raise exceptions.ValidationError({"attempt": [exceptions.ErrorDetail(
+            f"attempt is an integer between 1 and {MAX_ATTEMPT}", code="invalid")]})
+    return {"attempt": value}
+
+
 class RequestActionView(APIView):
     """POST /requests/{id}/<action>: one service call on one request, the request object back."""
 
     service = staticmethod(services.request_heartbeat)
+    takes_attempt = True
 
     def act(self, request, id: int) -> Response:
+        if self.takes_attempt:
+            options = read_attempt(request.data)
+        elif request.data:
+            raise exceptions.ValidationError({"": ["this action takes no body"]})
+        else:
+            options = {}
         try:
-            row = self.service(user=request.user, request_id=id)
+            row = self.service(user=request.user, request_id=id, **options)
         except services.RequestNotFound:
             raise exceptions.NotFound(f"there is no request {echo(id)}") from None
         except (services.RequestNotLive, services.RequestConflict) as error:
@@ -194,28 +244,34 @@ class RequestActionView(APIView):
         return Response(request_data(row))
 
 
-def _action_view(action: str, service, description: str):
+def _action_view(action: str, service, description: str, takes_attempt: bool = True):
     """A view class per action, so each has its own documented ``post``."""
 
-    @extend_schema(tags=[TAG], operation_id=f"requests_{action}", parameters=[ID], request=None,
-                   description=description, responses={200: RequestSerializer, 404: NOT_FOUND, 409: NOT_LIVE})
+    @extend_schema(tags=[TAG], operation_id=f"requests_{action}", parameters=[ID],
+                   request=AttemptBody if takes_attempt else None, description=description,
+                   responses={200: RequestSerializer, 400: BAD_REQUEST, 404: NOT_FOUND, 409: NOT_LIVE})
     def post(self, request, id: int) -> Response:
         return self.act(request, id)
 
-    view = type(f"Request{action.title()}View", (RequestActionView,), {"service": staticmethod(service), "post": post})
+    view = type(f"Request{action.title()}View", (RequestActionView,),
+                {"service": staticmethod(service), "post": post, "takes_attempt": takes_attempt})
     return view.as_view()
 
 
-HEARTBEAT = "Renew the lease (R-50); 409 unless live."
-RELEASE = "Done, or acknowledging preemption (R-51); idempotent."
+HEARTBEAT = ("Renew the lease (R-50); 409 unless live. With a body {\"attempt\": n}, 409 also when that "
+             "attempt is over (the request was evicted and queued again).")
+RELEASE = ("Done, or acknowledging preemption (R-51); idempotent. A queued request is left alone, and with "
+           "{\"attempt\": n} so is a request that moved on to a later attempt.")
 CANCEL = "Withdraw (R-51); idempotent."
 
 urlpatterns = [
     path("requests", RequestCollectionView.as_view(), name="request-list"),
     path("requests/<int:id>", RequestView.as_view(), name="request-detail"),
+    path("requests/<int:id>/history", RequestHistoryView.as_view(), name="request-history"),
     path("requests/<int:id>/heartbeat", _action_view("heartbeat", services.request_heartbeat, HEARTBEAT),
          name="request-heartbeat"),
     path("requests/<int:id>/release", _action_view("release", services.request_release, RELEASE),
          name="request-release"),
-    path("requests/<int:id>/cancel", _action_view("cancel", services.request_cancel, CANCEL), name="request-cancel"),
+    path("requests/<int:id>/cancel", _action_view("cancel", services.request_cancel, CANCEL, takes_attempt=False),
+         name="request-cancel"),
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from poolweb.models import Request
+from poolweb.models import Request, RequestChange
 from poolweb.selectors.versions import live_config
 from reconcile import State
 
@@ -82,6 +82,13 @@ def request_get(*, user, request_id: int) -> Request | None:
 
 def pending_count(*, user) -> int:
     return Request.objects.filter(owner=user, state=State.PENDING.value).count()
+
+
+def request_history(*, user, request_id: int) -> list[RequestChange] | None:
+    """The changes of a request ``user`` may see, oldest first; None as for ``request_get``."""
+    if request_get(user=user, request_id=request_id) is None:
+        return None
+    return list(RequestChange.objects.filter(request_id=request_id).order_by("id"))
 
 
 def request_by_idempotency_key(*, user, key: str) -> Request | None:

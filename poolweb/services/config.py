@@ -24,7 +24,7 @@ from poolweb.models import (
 )
 from poolweb.selectors.versions import ConfigNotFound, draft_get, live_version, version_get
 from poolweb.services import events
-from poolweb.services.payloads import json_ready
+from poolweb.services.payloads import json_ready, moment
 from poolweb.services.site import site_locked
 from poolweb.services.triggers import reconcile_soon
 from poolweb.services.validation import (
@@ -150,7 +150,7 @@ def _provision(*, document: Any, author, comment: str, author_name: str = "",
         state.save(update_fields=["live_version"])
         events.publish(events.CONFIG_PROVISIONED, {
             "version": number, "author": version.author_label, "comment": comment,
-            "created_at": version.created_at.isoformat()})
+            "created_at": moment(version.created_at)})
     return version
 
 

@@ -84,6 +84,12 @@ def request_data_for(row: Any, audience: Audience) -> dict:
     return {key: data[key] for key in PUBLIC_REQUEST_FIELDS}
 
 
+def change_data(change: Any) -> dict:
+    """One entry of a request's history."""
+    return {"at": moment(change.at), "state": change.state, "reason": change.reason, "message": change.message,
+            "attempt": change.attempt, "pool": change.pool}
+
+
 def pool_state_data(state: PoolState) -> dict:
     """``GET /pools`` entry and ``pool.updated`` data. Capacity lists every key it states (a 0 too)."""
     return {

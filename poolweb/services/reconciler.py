@@ -4,7 +4,11 @@ transaction with conditional writes, publish its events and record it.
 Conditional: a request changes only from the state the plan saw. The rows a pass writes are
 locked and their state compared first; a request released or cancelled between load and apply is
 a conflict, counted and left for the next pass to re-plan. Dropping such a decision is safe:
-releases and cancellations only free capacity, so the rest of the plan still fits.
+releases and cancellations only free capacity, so the rest of the plan still fits. A preemption
+and its victims are one unit: when the preemptor's row conflicts (it was cancelled), its victims'
+decisions are dropped with it (R-40, R-41). One change is not safe to drop around: a heartbeat
+that renewed a lease the plan expires. Grants of the same plan may already use the room the
+expiry frees, so the whole plan is void; it is rolled back and made again from a fresh read.
 
 One pass at a time: the site row is locked (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the
 IMMEDIATE transaction holds the database's one write lock from its start), which also keeps
@@ -14,6 +18,7 @@ provisions (R-57) from changing the configuration under a pass.
 from __future__ import annotations
 
 import gc
+import logging
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,9 +31,11 @@ from poolweb import sql
 from poolweb.models import PassRecord, Request as RequestRow
 from poolweb.selectors.snapshot import NO_WAIT, StoredWait, load_pass_input
 from poolweb.services import events
-from poolweb.services.changes import decision_columns
+from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.site import site_locked
 from reconcile import Plan, Request, Snapshot, State, plan
+
+log = logging.getLogger(__name__)
 
 COUNTED = ("grants", "preemptions", "evictions", "expiries", "rejections", "cancellations")
 
@@ -49,18 +56,40 @@ class Writes:
 
     fields: dict[int, dict] = field(default_factory=dict)
     expected: dict[int, str] = field(default_factory=dict)  # the state the plan saw
+    leases: dict[int, datetime | None] = field(default_factory=dict)  # of the requests it expires, as seen
+    victims: dict[int, list[int]] = field(default_factory=dict)  # preemptor → the victims it takes
+    history: list[tuple] = field(default_factory=list)  # services.changes.history_entry of each decision
     announced: set[int] = field(default_factory=set)  # request.updated for these
     pools: set[str] = field(default_factory=set)
     policies: set[str] = field(default_factory=set)
     conflicts: int = 0
 
 
+class PlanVoid(Exception):
+    """A lease the plan expires was renewed meanwhile: the plan must be made again."""
+
+
+ATTEMPTS = 3  # a plan is void only when a heartbeat lands at its lease's very end
+
+
 def reconcile_pass(*, now: datetime | None = None, dry_run: bool = False, trigger: str = "") -> PassResult:
-    """Decide and apply one pass. With ``dry_run`` nothing is written."""
+    """Decide and apply one pass at ``now`` (default: the time once the pass lock is held). With
+    ``dry_run`` nothing is written."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return _pass(now, dry_run, trigger)
+        except PlanVoid:
+            if attempt == ATTEMPTS:
+                raise
+            log.info("a lease was renewed while pass %s/%s planned its expiry: planning again", attempt, ATTEMPTS)
+    raise AssertionError("unreachable")
+
+
+def _pass(now: datetime | None, dry_run: bool, trigger: str) -> PassResult:
     started = time.perf_counter()
-    now = now or timezone.now()
     with transaction.atomic(), _collector_paused():
         site_locked()
+        now = now or timezone.now()  # under the lock: a pass that waited behind another is not in the past
         snapshot, _, waits = load_pass_input(now)
         decided = plan(snapshot)
         writes = Writes() if dry_run else apply_plan(snapshot, waits, decided)
@@ -88,6 +117,7 @@ def apply_plan(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) 
     writes = planned_writes(snapshot, waits, decided)
     _drop_conflicts(writes)
     sql.update_requests(writes.fields)
+    sql.insert_changes([entry for entry in writes.history if entry[0] in writes.fields])
     events.publish_requests(writes.announced & writes.fields.keys())
     events.publish_live(writes.pools, writes.policies)
     return writes
@@ -107,8 +137,14 @@ def _write_decisions(writes: Writes, requests: dict[int, Request], waits: dict[i
         # A request evicted and granted again in one pass has two decisions: the row must be in
         # the first one's state, and they apply in order.
         writes.expected.setdefault(before.id, decision.from_state.value)
+        if decision.state is State.EXPIRED:
+            writes.leases[before.id] = before.lease_expires_at
+        elif decision.state is State.PREEMPTING:
+            writes.victims.setdefault(decision.preempted_by, []).append(before.id)
         requests[before.id], columns = decision_columns(before, decision, decided.now)
         writes.fields.setdefault(before.id, {}).update(columns)
+        if entry := history_entry(requests[before.id], decision, decided.now):
+            writes.history.append(entry)
         writes.announced.add(before.id)
         writes.pools.update(p for p in (decision.pool, before.pool, waits.get(before.id, NO_WAIT).queue_pool) if p)
         writes.policies.add(before.policy)
@@ -133,18 +169,30 @@ def _write_waits(writes: Writes, snapshot: Snapshot, waits: dict[int, StoredWait
 
 
 def _drop_conflicts(writes: Writes) -> None:
-    """Lock the rows to write; drop those no longer in the state the plan saw."""
+    """Lock the rows to write; drop those no longer in the state the plan saw, and with a
+    preemptor its victims; ``PlanVoid`` when a lease the plan expires was renewed."""
     ids = list(writes.fields)
     for start in range(0, len(ids), sql.CHUNK):
         chunk = ids[start:start + sql.CHUNK]
-        current = dict(RequestRow.objects.select_for_update().filter(pk__in=chunk).values_list("id", "state"))
+        current = {request_id: (state, lease) for request_id, state, lease in
+                   RequestRow.objects.select_for_update().filter(pk__in=chunk)
+                   .values_list("id", "state", "lease_expires_at")}
         for request_id in chunk:
-            if current.get(request_id) != writes.expected[request_id]:
-                del writes.fields[request_id]
-                writes.conflicts += 1
+            state, lease = current.get(request_id, (None, None))
+            if state != writes.expected[request_id]:
+                _drop(writes, request_id)
+            elif request_id in writes.leases and lease != writes.leases[request_id]:
+                raise PlanVoid(f"the lease of request {request_id} was renewed")
     now = timezone.now()
     for fields in writes.fields.values():
         fields["updated_at"] = now  # a plain UPDATE skips auto_now
+
+
+def _drop(writes: Writes, request_id: int) -> None:
+    if writes.fields.pop(request_id, None) is not None:
+        writes.conflicts += 1
+    for victim in writes.victims.pop(request_id, ()):  # no preemption for a request that left (R-40)
+        _drop(writes, victim)
 
 
 def _result(snapshot: Snapshot, decided: Plan, writes: Writes, started: float) -> PassResult:

@@ -21,12 +21,13 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from poolweb import sql
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key, request_get
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
 from poolweb.selectors.versions import live_config
 from poolweb.services import events
-from poolweb.services.changes import decision_columns
+from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.triggers import reconcile_soon
 from reconcile import Config, Decision, Reason, Request, State, Vector, lifecycle
 from reconcile.quota import TermsCache, eligibility
@@ -99,6 +100,7 @@ def request_create(*, user, submission: Submission, config: Config,
     try:
         with transaction.atomic():
             row = RequestRow.objects.create(**fields)
+            sql.insert_changes([(row.pk, now, row.state, row.reason, row.message, row.attempt, None)])
             events.publish_requests([row.pk])
             return row, True
     except IntegrityError:
@@ -118,15 +120,18 @@ def may_submit(user, config: Config, policy: str) -> bool:
 
 # --- heartbeat, release, cancel --------------------------------------------------------------------
 
-def request_heartbeat(*, user, request_id: int) -> RequestRow:
-    """R-50: renew the lease of a live request for another ``lease_seconds``; ``RequestNotLive`` otherwise."""
-    _renew(user=user, request_id=request_id)
+def request_heartbeat(*, user, request_id: int, attempt: int | None = None) -> RequestRow:
+    """R-50: renew the lease of a live request for another ``lease_seconds``; ``RequestNotLive``
+    otherwise, and when ``attempt`` is given and is not the request's current one."""
+    _renew(user=user, request_id=request_id, attempt=attempt)
     return _fresh(user, request_id)
 
 
-def request_release(*, user, request_id: int) -> RequestRow:
-    """R-51: done (or acknowledging preemption). Idempotent: a finished request comes back unchanged."""
-    return _act(user, request_id, lifecycle.release)
+def request_release(*, user, request_id: int, attempt: int | None = None) -> RequestRow:
+    """R-51: done (or acknowledging preemption). Idempotent: a finished or queued request comes back
+    unchanged, and so does one whose ``attempt`` (when given) is over: the holder of attempt 1 may
+    release after the grace already queued attempt 2, and must not release attempt 2."""
+    return _act(user, request_id, lifecycle.release, attempt)
 
 
 def request_cancel(*, user, request_id: int) -> RequestRow:
@@ -137,35 +142,43 @@ def request_cancel(*, user, request_id: int) -> RequestRow:
 Action = Callable[[Request, str], Decision | None]
 
 
-def _act(user, request_id: int, action: Action) -> RequestRow:
-    if _carry_out(user=user, request_id=request_id, action=action):
+def _act(user, request_id: int, action: Action, attempt: int | None = None) -> RequestRow:
+    if _carry_out(user=user, request_id=request_id, action=action, attempt=attempt):
         _reconcile()
     return _fresh(user, request_id)
 
 
 @transaction.atomic
-def _carry_out(*, user, request_id: int, action: Action) -> bool:
+def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) -> bool:
     """Decide ``action`` on a request ``user`` may see and write it; True if it changed anything.
 
     The write is conditional on the state read: a pass that moved the request meanwhile makes it
     a ``RequestConflict`` instead of a lost update.
     """
-    before = to_engine(_locked(user, request_id))
+    row = _locked(user, request_id)
+    before, queue_pool = to_engine(row), row[len(SNAPSHOT_FIELDS)]
+    if attempt is not None and attempt != before.attempt:
+        return False
     decision = action(before, user.get_username())
     if decision is None:
         return False
-    _, columns = decision_columns(before, decision, timezone.now())
+    now = timezone.now()
+    after, columns = decision_columns(before, decision, now)
     if not RequestRow.objects.filter(pk=request_id, state=before.state.value).update(**columns):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
+    sql.insert_changes([history_entry(after, decision, now)])
     events.publish_requests([request_id])
-    events.publish_live({before.pool} - {None}, {before.policy})  # its capacity or place is free now
+    events.publish_live({before.pool, queue_pool} - {None}, {before.policy})  # its capacity or place is free now
     return True
 
 
 @transaction.atomic
-def _renew(*, user, request_id: int) -> None:
+def _renew(*, user, request_id: int, attempt: int | None) -> None:
     before = to_engine(_locked(user, request_id))
     now = timezone.now()
+    if attempt is not None and attempt != before.attempt:
+        raise RequestNotLive(f"attempt {attempt} is not the current attempt of request {request_id}: it is at "
+                             f"attempt {before.attempt}, {before.state.value}")
     if lifecycle.lease_expired(before, now):
         raise RequestNotLive(f"the lease of request {request_id} ran out at {before.lease_expires_at.isoformat()}")
     try:
@@ -176,14 +189,16 @@ def _renew(*, user, request_id: int) -> None:
     if not RequestRow.objects.filter(pk=request_id, state=before.state.value).update(
             lease_expires_at=after.lease_expires_at):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
+    events.publish_requests([request_id])  # its lease_expires_at is news to whoever follows it
 
 
 def _locked(user, request_id: int) -> tuple:
-    """The request's row (``SNAPSHOT_FIELDS``) locked for this transaction, if ``user`` may see it."""
+    """The request's row (``SNAPSHOT_FIELDS``, then its queue pool) locked for this transaction, if
+    ``user`` may see it."""
     rows = RequestRow.objects.select_for_update().filter(pk=request_id)
     if not user.is_staff:
         rows = rows.filter(owner=user)
-    row = rows.values_list(*SNAPSHOT_FIELDS).first() if 1 <= request_id <= MAX_ID else None
+    row = rows.values_list(*SNAPSHOT_FIELDS, "queue_pool").first() if 1 <= request_id <= MAX_ID else None
     if row is None:
         raise RequestNotFound(f"there is no request {request_id}")
     return row

@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-BEFORE_NAMES = [("poolweb", "0002_reconciler")]
-WITH_NAMES = [("poolweb", "0003_trust")]
+BEFORE_NAMES = [("poolweb", "0004_request_history")]
+WITH_NAMES = [("poolweb", "0005_trust")]
 
 
 def migrate(targets):

@@ -42,7 +42,7 @@ API_MD_OPERATIONS = [
     ("POST", "/requests"), ("GET", "/requests"), ("GET", "/requests/{id}"),
     ("POST", "/requests/{id}/heartbeat"), ("POST", "/requests/{id}/release"), ("POST", "/requests/{id}/cancel"),
     ("GET", "/pools"), ("GET", "/pools/{name}/queue"), ("GET", "/policies"),
-    ("GET", "/health"),
+    ("GET", "/requests/{id}/history"), ("GET", "/health"),
     ("GET", "/tokens"), ("POST", "/tokens"), ("DELETE", "/tokens/{id}"),
 ]
 

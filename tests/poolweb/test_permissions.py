@@ -75,6 +75,7 @@ MATRIX = [
     signed_in("GET", "/pools"),
     signed_in("GET", "/pools/h100/queue"),
     signed_in("GET", "/policies"),
+    Row("GET", "/requests/{request}/history", None, UNAUTHENTICATED, OK, HIDDEN, OK),
     admin_only("GET", "/health", OK),
     signed_in("GET", "/tokens"),
     Row("POST", "/tokens", {"name": "laptop"}, UNAUTHENTICATED, CREATED, CREATED, CREATED),

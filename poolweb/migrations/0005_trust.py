@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("poolweb", "0002_reconciler"),
+        ("poolweb", "0004_request_history"),
     ]
 
     operations = [

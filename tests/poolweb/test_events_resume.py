@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.utils import timezone
 
-from poolweb.asgi import application
 from poolweb.services.events import prune
 from poolweb.services.tokens import token_issue
 
 from .streams import (  # noqa: F401 (quick_stream is a fixture)
-    TIMEOUT, connect, in_event_loop, nothing_more, payloads, pool, quick_stream, receive, refusal, request_of, write,
+    connect, in_event_loop, nothing_more, payloads, pool, quick_stream, receive, refusal, request_of, write,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,10 +7,8 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.utils import timezone
 
 from poolweb.asgi import application
-from poolweb.services.events import prune
 from poolweb.services.tokens import token_issue
 
 from .streams import (  # noqa: F401 (quick_stream is a fixture)

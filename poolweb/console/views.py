@@ -21,6 +21,7 @@ from poolweb.console.drafts import document_board, draft_board
 from poolweb.selectors.configuration import live_configuration
 from poolweb.selectors.diffs import draft_changes, version_changes, version_summaries
 from poolweb.selectors.drafts import draft_info
+from poolweb.selectors.events import newest_seq
 from poolweb.selectors.live import pool_states
 from poolweb.selectors.versions import ConfigNotFound, live_config, version_get, version_list
 from poolweb.services.preview import draft_preview
@@ -43,12 +44,15 @@ def admin_required(view):
 @login_required
 @require_GET
 def configuration(request: HttpRequest) -> HttpResponse:
+    # The seq first: the page follows the stream from it, so an event committed while the page is
+    # read comes once more rather than not at all.
+    seq = newest_seq()
     view = live_configuration()
     draft = draft_info() if request.user.is_staff else None
     board = config_board(view.config, usage=pool_states(), pending=view.pending, running=view.running)
     return render(request, "console/configuration.html", {
         "view": view, "board": board, "draft": draft,
-        "page": {"admin": request.user.is_staff, "live_version": view.version,
+        "page": {"admin": request.user.is_staff, "live_version": view.version, "seq": seq,
                  "draft": draft is not None and draft.exists},
     })
 

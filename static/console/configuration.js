@@ -38,7 +38,7 @@ on("config.provisioned", (data) => {
   document.getElementById("provisioned-notice")?.remove();
   document.getElementById("notices").append(notice);
 });
-startStream(document.querySelector("[data-live]"));
+startStream(document.querySelector("[data-live]"), page.seq);
 
 if (page.admin) {
   // Members never load the editor; for admins the button works from the first moment.

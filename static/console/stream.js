@@ -1,5 +1,5 @@
 // The event stream (/ws/events/, api.md §3) for the page: signed in by the session cookie,
-// resumed with resume_from after a drop, shown by the live indicator (role status).
+// resumed from the last seq after a drop, shown by the live indicator (role status).
 
 const handlers = new Map();
 const RETRY_MS = [500, 1000, 2000, 4000, 8000];
@@ -13,8 +13,9 @@ function emit(type, data) {
   for (const handler of handlers.get(type) ?? []) handler(data);
 }
 
-export function startStream(indicator) {
-  let last = null;
+// ``since``: the seq the page was rendered at (null: from now), so nothing after it is missed.
+export function startStream(indicator, since = null) {
+  let last = since;
   let failures = 0;
   const show = (state, text) => {
     if (!indicator) return;
@@ -23,9 +24,11 @@ export function startStream(indicator) {
   };
   const connect = () => {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(`${scheme}://${location.host}/ws/events/`);
+    // The resume point rides in the URL, known with the handshake (docs/events.md).
+    const resume = last === null ? "" : `?resume_from=${last}`;
+    const socket = new WebSocket(`${scheme}://${location.host}/ws/events/${resume}`);
     socket.addEventListener("open", () => {
-      socket.send(JSON.stringify({ resume_from: last }));
+      if (last === null) socket.send(JSON.stringify({ resume_from: null })); // new events only, at once
       failures = 0;
       show("live", "Live");
     });

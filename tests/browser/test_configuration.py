@@ -141,3 +141,34 @@ def test_a_version_provisioned_elsewhere_is_announced_with_a_reload(visit, demo)
     notice.get_by_role("button", name="Reload").click()
     expect(page.get_by_role("region", name="Pool a100", exact=True).get_by_role("meter")).to_have_attribute(
         "aria-valuetext", "0 of 8 gpu in use")
+
+
+def test_after_a_drop_the_stream_resumes_without_losing_an_event(visit, demo):
+    page = visit(demo.author)
+    sockets, blocked = [], []
+
+    def through(socket) -> None:  # the page's stream, passed on to the server unless we cut it
+        sockets.append(socket)
+        if blocked:
+            socket.close()
+        else:
+            socket.connect_to_server()
+
+    page.route_web_socket(re.compile(r"/ws/events/"), through)
+    page.reload()
+    live = page.get_by_role("status")
+    expect(live).to_have_text("Live")
+
+    blocked.append(True)
+    sockets[-1].close()
+    expect(live).to_have_text("Reconnecting…")
+    with transaction.atomic():  # while the page is cut off
+        publish(POOL_UPDATED, {"name": "a100", "capacity": {"gpu": 4}, "used": {"gpu": 3}, "free": {"gpu": 1},
+                               "overcommitted": {}, "held": {}, "pending": 0, "running": 3})
+    blocked.clear()
+
+    expect(live).to_have_text("Live", timeout=20_000)
+    expect(page.get_by_role("region", name="Pool a100", exact=True).get_by_role("meter")).to_have_attribute(
+        "aria-valuetext", "3 of 4 gpu in use")
+    # The first connection already starts where the page was rendered, the second where it left off.
+    assert all("resume_from=" in socket.url for socket in sockets)

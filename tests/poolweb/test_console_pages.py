@@ -9,7 +9,7 @@ import json
 import pytest
 from django.test import Client
 
-from poolweb.models import SiteState
+from poolweb.models import Event, SiteState
 from poolweb.services import config as config_services
 from tests.poolweb.conftest import document
 
@@ -49,8 +49,8 @@ def test_the_version_pages_are_for_admins(provisioned, alice, bob, path):
 def test_a_member_gets_no_editor(provisioned, bob):
     html = signed_in(bob).get("/").content.decode()
     assert 'aria-label="Pool h100"' in html and "Open editor" not in html and 'id="pool-dialog"' not in html
-    assert json.loads(html.split('id="page-data" type="application/json">')[1].split("</script>")[0]) == {
-        "admin": False, "live_version": 1, "draft": False}
+    page = json.loads(html.split('id="page-data" type="application/json">')[1].split("</script>")[0])
+    assert page == {"admin": False, "live_version": 1, "draft": False, "seq": Event.objects.latest("seq").seq}
 
 
 def test_the_switch_shows_the_stored_state(provisioned, alice):

@@ -3,7 +3,7 @@
 
 const API = "/api/v1";
 
-export function csrfToken() {
+function csrfToken() {
   return document.querySelector('meta[name="csrf-token"]')?.content ?? "";
 }
 

@@ -6,7 +6,7 @@ import { showDialog } from "./dialogs.js";
 
 const list = (value) => (Array.isArray(value) ? value : []);
 
-export function typed(text) {
+function typed(text) {
   const value = text.trim();
   if (value === "") return undefined;
   const number = Number(value);

@@ -136,13 +136,6 @@ class Config:
         return index
 
     @cached_property
-    def kept_terms(self) -> dict[tuple, object]:
-        """(policy, pool) → its quota.PoolTerms, and ("queue", policy, profile) → the queue's
-        connected pools with them: filled by quota.TermsCache as passes need them, and kept here
-        because a configuration is frozen and the service plans many passes with one."""
-        return {}
-
-    @cached_property
     def policy_rank(self) -> dict[tuple[str, str], int]:
         """(profile, policy) → place in the profile's policy rank (R-32.4)."""
         return {

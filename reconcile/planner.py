@@ -40,20 +40,23 @@ from .ordering import service_key
 from .plan import Decision, Plan
 from .preemption import Preemption
 from .quantity import Vector  # noqa: F401  (doctest)
-from .quota import Ineligible, TermsCache, judge_queue
+from .quota import Ineligible, TermsCache, judge_queue, terms_for
 from .reasons import Reason
 
 
-def plan(snapshot: Snapshot) -> Plan:
-    """Decide one pass. Pure: ``snapshot`` is read, never changed."""
+def plan(snapshot: Snapshot, terms: TermsCache | None = None) -> Plan:
+    """Decide one pass. Pure: ``snapshot`` is read, never changed.
+
+    ``terms``: the TermsCache of ``snapshot.config`` that the caller keeps across passes on that
+    configuration; None builds the terms this pass needs afresh."""
     with collector_paused():  # what it buys: reconcile/collector.py
-        return _Pass(snapshot).run()
+        return _Pass(snapshot, terms_for(snapshot.config, terms)).run()
 
 
 class _Pass:
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, terms: TermsCache) -> None:
         self.snapshot, self.config, self.now = snapshot, snapshot.config, snapshot.now
-        self.terms = TermsCache(self.config)
+        self.terms = terms
         self.expiries: list[Decision] = []
         self.evictions: list[Decision] = []
         self.cancellations: list[Decision] = []

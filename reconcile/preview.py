@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from .model import Config, Request, Snapshot
 from .plan import Plan
 from .planner import plan
+from .quota import TermsCache
 from .report import UsageRow, usage_report
 from .transition import advance
 
@@ -69,14 +70,17 @@ def refused_removals(requests: Iterable[Request], config: Config) -> tuple[Refus
                  for (kind, name), ids in sorted(missing.items(), key=lambda item: (order[item[0][0]], item[0][1])))
 
 
-def preview(snapshot: Snapshot, config: Config) -> Preview:
-    """Provisioning ``config`` on top of ``snapshot``, without changing anything."""
-    proposed = replace(snapshot, config=config)
-    decided = plan(proposed)
+def preview(snapshot: Snapshot, config: Config, terms: TermsCache | None = None) -> Preview:
+    """Provisioning ``config`` on top of ``snapshot``, without changing anything.
+
+    ``terms``: a TermsCache of ``snapshot.config`` (the live one) the caller keeps; the proposed
+    ``config`` gets a fresh one, shared by its plan and its usage."""
+    proposed, proposed_terms = replace(snapshot, config=config), TermsCache(config)
+    decided = plan(proposed, proposed_terms)
     after = advance(proposed, decided)
     return Preview(
         refusals=refused_removals(snapshot.requests, config),
         plan=decided,
-        usage_before=tuple(usage_report(snapshot.config, snapshot.requests)),
-        usage_after=tuple(usage_report(config, after.requests)),
+        usage_before=tuple(usage_report(snapshot.config, snapshot.requests, terms)),
+        usage_after=tuple(usage_report(config, after.requests, proposed_terms)),
     )

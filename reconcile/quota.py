@@ -107,29 +107,49 @@ Connected = tuple[tuple[str, PoolTerms], ...]  # a queue's pools in precedence o
 
 
 class TermsCache:
-    """PoolTerms per (policy, pool), built on first use (a pass touches few of the pairs) and kept
-    with the configuration (Config.kept_terms), so later passes on it find them made."""
+    """The terms of one configuration: PoolTerms per (policy, pool) and each queue's connected
+    pools, built on first use (a pass touches few of the pairs).
+
+    An explicit cache, because a configuration is a frozen value: whoever plans many passes on one
+    configuration keeps one beside it and passes it in (``plan(snapshot, terms)``), so later passes
+    find the terms made. Every entry is a pure function of the configuration, so two threads
+    filling it at once can only build one entry twice.
+
+    >>> terms = TermsCache(Config((Pool("h100", Vector.of(gpu=8)),), policies=(Policy("dev"),)))
+    >>> terms("dev", "h100") is terms("dev", "h100")   # built once
+    True
+    """
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self._kept = config.kept_terms
+        self._terms: dict[tuple[str, str], PoolTerms] = {}  # (policy, pool) → its terms
+        self._queues: dict[tuple[str, str], Connected] = {}  # (policy, profile) → see ``connected``
 
     def __call__(self, policy: str, pool: str) -> PoolTerms:
-        found = self._kept.get((policy, pool))
+        found = self._terms.get((policy, pool))
         if found is None:
-            found = self._kept[(policy, pool)] = pool_terms(self.config.policy[policy], self.config.pool[pool])
+            found = self._terms[(policy, pool)] = pool_terms(self.config.policy[policy], self.config.pool[pool])
         return found
 
     def connected(self, policy: str, profile: str) -> Connected:
         """The profile's known pools in precedence order, each with the policy's terms there;
         memoised, as a queue's requests come in many shapes."""
-        found = self._kept.get(("queue", policy, profile))
+        found = self._queues.get((policy, profile))
         if found is None:
             config = self.config
             pools = config.profile[profile].pools if profile in config.profile else ()
-            found = self._kept[("queue", policy, profile)] = tuple(
+            found = self._queues[(policy, profile)] = tuple(
                 (pool, self(policy, pool)) for pool in pools if pool in config.pool)
         return found
+
+
+def terms_for(config: Config, kept: TermsCache | None) -> TermsCache:
+    """``kept`` when it was made for ``config``; None: a fresh cache, for this use alone."""
+    if kept is None:
+        return TermsCache(config)
+    if kept.config != config:  # identical configurations compare at once
+        raise ValueError("this TermsCache was made for another configuration")
+    return kept
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from .borrowing import borrowed_units
 from .model import ALL_POOLS, Config, Request
-from .quota import TermsCache
+from .quota import TermsCache, terms_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +41,12 @@ class UsageRow:
         return self.limit is not None and self.usage > self.limit
 
 
-def usage_report(config: Config, requests: Iterable[Request]) -> list[UsageRow]:
-    """One row per policy of ``config`` × scope × key that has a quota row or live usage."""
+def usage_report(config: Config, requests: Iterable[Request], terms: TermsCache | None = None) -> list[UsageRow]:
+    """One row per policy of ``config`` × scope × key that has a quota row or live usage.
+
+    ``terms``: a TermsCache of ``config`` the caller keeps; None builds what is needed afresh."""
     live = [r for r in requests if r.state.live and r.pool is not None]
-    terms = TermsCache(config)
+    terms = terms_for(config, terms)
     usage: defaultdict[tuple[str, str, str], int] = defaultdict(int)
     borrowed: defaultdict[tuple[str, str, str], int] = defaultdict(int)
     unmetered = config.unmetered

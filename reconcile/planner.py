@@ -36,7 +36,7 @@ from .groups import QueueGroup, by_submission, pool_queues, service_order
 from .ledger import Ledger
 from .model import ALLOCATED, PENDING, PREEMPTING, Request, Snapshot, State
 from .quantity import sum_resources
-from .ordering import service_key
+from .ordering import ServiceKey, service_key
 from .plan import Decision, Plan
 from .preemption import Preemption
 from .quantity import Vector  # noqa: F401  (doctest)
@@ -194,7 +194,7 @@ class _Pass:
                 return True
         return False
 
-    def _evaluate(self, group: QueueGroup) -> tuple | None:
+    def _evaluate(self, group: QueueGroup) -> ServiceKey | None:
         """The service key of the group's oldest member at the first pool where it fits now (R-31).
 
         Fit only shrinks during the grant phase, so pools before ``cursor`` are not tried again."""
@@ -214,7 +214,7 @@ class _Pass:
     def _judge(self, group: QueueGroup, heap: list) -> None:
         self._push(group, self._evaluate(group), heap)
 
-    def _push(self, group: QueueGroup, key: tuple | None, heap: list) -> None:
+    def _push(self, group: QueueGroup, key: ServiceKey | None, heap: list) -> None:
         """Queue the group under ``key``, a lower bound of its key until it is judged again.
 
         Keys only grow while a group stays on its pool. They can shrink when it moves to a later
@@ -231,21 +231,22 @@ class _Pass:
         for topic in group.watching:
             self.watchers[topic].add(group)
 
-    def _watch_topics(self, group: QueueGroup, key: tuple) -> tuple[tuple[str, str], ...]:
+    def _watch_topics(self, group: QueueGroup, key: ServiceKey) -> tuple[tuple[str, str], ...]:
         """When the group's key could shrink, and what to watch for it (see ``_push``).
 
         Grants on its pool may push it to a later pool. Grants of its own policy elsewhere change
         only its ``*`` usage, which can stop it here yet let it fit on a later pool only if that
         pool does not meter the key; so the policy is watched just in that case."""
-        here, borrowing = group.cursor, key[1]
+        here = group.cursor
         better = [later for later in range(here + 1, len(group.pools))
                   if group.execution[later] < group.execution[here]
-                  or (borrowing and self.ledger.in_share(group.terms[later], group.resources))]
+                  or (key.borrows and self.ledger.in_share(group.terms[later], group.resources))]
         if not better:
             return ()
         topics = [("pool", group.pools[here])]
         global_keys = group.terms[here].global_keys(group.preemptible)
-        if any(not group.terms[later].metered(key) for later in better for key in global_keys & group.resources.keys()):
+        if any(not group.terms[later].metered(resource) for later in better
+               for resource in global_keys & group.resources.keys()):
             topics.append(("policy", group.policy))
         return tuple(topics)
 

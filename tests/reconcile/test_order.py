@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 
 from reconcile import Reason, Request, State
+from reconcile.ordering import service_key, victim_key
 from tests.reconcile.builders import at, config, policy, pool, profile, req, snapshot
 from tests.reconcile.cases import Case, case_id, outcome
 
@@ -374,3 +375,26 @@ def test_requests_are_served_in_the_order_of_the_rules(case: Case):
 def test_every_case_has_a_distinct_name():
     names = [case.name for case in CASES]
     assert len(names) == len(set(names))
+
+
+# --- the keys themselves: each criterion decides only where the ones before it tie ----------------
+
+# (name, key served or taken first, key after it); the first differs in one criterion, and is
+# worse in every later one, so a criterion out of place puts the pair the wrong way round.
+KEY_PAIRS = [
+    ("higher priority first", service_key(5, False, 9, 9, 9, 9), service_key(4, True, 0, 0, 0, 0)),
+    ("then in share before borrowing", service_key(5, True, 9, 9, 9, 9), service_key(5, False, 0, 0, 0, 0)),
+    ("then the pool's execution order", service_key(5, True, 0, 9, 9, 9), service_key(5, True, 1, 0, 0, 0)),
+    ("then the policy rank", service_key(5, True, 0, 0, 9, 9), service_key(5, True, 0, 1, 0, 0)),
+    ("then earlier submission", service_key(5, True, 0, 0, 0, 9), service_key(5, True, 0, 0, 1, 0)),
+    ("then the lower id", service_key(5, True, 0, 0, 0, 0), service_key(5, True, 0, 0, 0, 1)),
+    ("victims: lowest priority first", victim_key(1, False, 9, 9), victim_key(2, True, 10, 10)),
+    ("victims: then borrowed before in share", victim_key(1, True, 0, 0), victim_key(1, False, 10, 10)),
+    ("victims: then the newest allocation", victim_key(1, True, 10, 0), victim_key(1, True, 9, 10)),
+    ("victims: then the highest id", victim_key(1, True, 10, 10), victim_key(1, True, 10, 9)),
+]
+
+
+@pytest.mark.parametrize("name, first, second", KEY_PAIRS, ids=[pair[0] for pair in KEY_PAIRS])
+def test_each_criterion_of_a_key_counts_in_its_place(name, first, second):
+    assert first < second

@@ -151,15 +151,14 @@ def _own_policy_reason(group: QueueGroup, pool: str, terms: PoolTerms, ledger: L
     cures the limit, not the non-preemptible share."""
     reserved = ledger.over_reserved(terms, group.resources, group.preemptible)
     if reserved is not None:
-        key, scope, usage, bound = reserved
         return (pool, Reason.WAITING_FOR_RESERVATION,
-                f"non-preemptible requests of policy {group.policy} use {_q(usage)} of its reservation "
-                f"of {_q(bound)} {key} {_where(scope)}")
+                f"non-preemptible requests of policy {group.policy} use {_q(reserved.usage)} of its reservation "
+                f"of {_q(reserved.bound)} {reserved.key} {_where(reserved.scope)}")
     limit = ledger.over_limit(terms, group.resources)
     if limit is not None:
-        key, scope, usage, bound = limit
         return (pool, Reason.WAITING_FOR_QUOTA,
-                f"policy {group.policy} has {_q(usage)} of its limit of {_q(bound)} {key} in use {_where(scope)}")
+                f"policy {group.policy} has {_q(limit.usage)} of its limit of {_q(limit.bound)} {limit.key} in use "
+                f"{_where(limit.scope)}")
     return None
 
 

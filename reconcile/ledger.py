@@ -23,16 +23,25 @@ With 8 gpu in use, a hold of 4 gpu whose victim holds 4 takes no further room fo
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from operator import attrgetter
 from typing import NamedTuple
 
 from .model import ALL_POOLS, ALLOCATED, PREEMPTING, Config, Request
 from .quantity import Vector
-from .quota import PoolTerms
+from .quota import Check, KeyChecks, PoolTerms
 
 Usage = dict[str, int]
-Breach = tuple[str, str, int, int]  # (key, scope, usage, bound)
+
+
+class Breach(NamedTuple):
+    """A bound that granting a request would exceed: its key and scope, the usage there, the bound."""
+
+    key: str
+    scope: str
+    usage: int
+    bound: int
 
 
 class Hold(NamedTuple):
@@ -170,34 +179,38 @@ class Ledger:
         return short
 
     def over_limit(self, terms: PoolTerms, resources: Vector) -> Breach | None:
-        """R-21: the first (key, scope, usage, limit) that granting would exceed, or None."""
+        """R-21: the first limit that granting would exceed, or None."""
         return _first_breach(terms, resources, self.policy_used, _LIMITS)
 
     def over_reserved(self, terms: PoolTerms, resources: Vector, preemptible: bool) -> Breach | None:
-        """R-22: for non-preemptible requests, the first (key, scope, np-usage, reserved) exceeded."""
-        return None if preemptible else _first_breach(terms, resources, self.policy_np, _RESERVED)
+        """R-22: for a non-preemptible request, the first reservation its policy's non-preemptible
+        usage would exceed, or None."""
+        return None if preemptible else _first_breach(terms, resources, self.policy_np, _RESERVATIONS)
 
     def in_share(self, terms: PoolTerms, resources: Vector, request_id: int | None = None) -> bool:
         """R-32.2: usage + R ≤ effective reserved for every metered key at every scope."""
-        return self._breach(terms, resources, request_id, self.policy_used, _RESERVED) is None
+        return self._breach(terms, resources, request_id, self.policy_used, _RESERVATIONS) is None
 
-    def _breach(self, terms: PoolTerms, resources: Vector, request_id: int | None, usage_of, bounds: int):
+    def _breach(self, terms: PoolTerms, resources: Vector, request_id: int | None, usage_of,
+                bounds: Bounds) -> Breach | None:
         if request_id is None or request_id not in self.holds:
             return _first_breach(terms, resources, usage_of, bounds)
         with self.as_seen_by(request_id):
             return _first_breach(terms, resources, usage_of, bounds)
 
 
-_LIMITS, _RESERVED = 1, 2  # where PoolTerms.checks keeps each kind of bound
+Bounds = Callable[[KeyChecks], tuple[Check, ...]]  # which bounds of a key a breach is looked for in
+_LIMITS: Bounds = attrgetter("limits")
+_RESERVATIONS: Bounds = attrgetter("reservations")
 
 
-def _first_breach(terms: PoolTerms, resources: Vector, usage_of, bounds: int) -> Breach | None:
+def _first_breach(terms: PoolTerms, resources: Vector, usage_of, bounds: Bounds) -> Breach | None:
     checks = terms.checks
     for key, amount in resources.items():
         found = checks.get(key)
         if found is not None:
-            for usage_key, scope, bound in found[bounds]:
+            for usage_key, scope, bound in bounds(found):
                 usage = usage_of[usage_key].get(key, 0)
                 if usage + amount > bound:
-                    return key, scope, usage, bound
+                    return Breach(key, scope, usage, bound)
     return None

@@ -24,13 +24,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .model import ALL_POOLS, Config, Policy, Pool, Quota  # noqa: F401  (doctest)
 from .quantity import UNMETERED_BY_DEFAULT, Vector, format_quantity
 from .reasons import Reason
 
 Bound = tuple[str, int]  # (scope, milli-units)
-Check = tuple[tuple[str, str], str, int]  # ((policy, scope), scope, milli-units)
+
+
+class Check(NamedTuple):
+    """One bound of a fit check, with the key of the ledger's usage it bounds made once."""
+
+    usage_key: tuple[str, str]  # (policy, scope)
+    scope: str
+    bound: int  # milli-units
+
+
+class KeyChecks(NamedTuple):
+    """What a request's amount of one metered key is checked against on a pool (R-20…R-22)."""
+
+    capacity: int
+    limits: tuple[Check, ...]
+    reservations: tuple[Check, ...]  # for non-preemptible requests, and to tell in share (R-32.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +68,9 @@ class PoolTerms:
     # and for a non-preemptible one every reservation too (R-13). See ``eligible``.
     most: dict[str, int] = field(init=False, repr=False, compare=False)
     most_np: dict[str, int] = field(init=False, repr=False, compare=False)
-    # Per metered key: capacity, limits and reservations, each bound as ((policy, scope), scope,
-    # bound) with the ledger's usage key made once, for the fit checks of a pass (ledger.py).
-    checks: dict[str, tuple[int, tuple[Check, ...], tuple[Check, ...]]] = field(init=False, repr=False, compare=False)
+    # Per metered key, its bounds with the ledger's usage keys made once, for the fit checks of a
+    # pass (ledger.py).
+    checks: dict[str, KeyChecks] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         most, most_np, checks, policy = {}, {}, {}, self.policy
@@ -66,8 +82,9 @@ class PoolTerms:
             for _, reserved in terms.reserved:
                 bound = min(bound, reserved)
             most_np[key] = bound
-            checks[key] = (terms.capacity, tuple([((policy, scope), scope, limit) for scope, limit in terms.limits]),
-                           tuple([((policy, scope), scope, reserved) for scope, reserved in terms.reserved]))
+            checks[key] = KeyChecks(terms.capacity,
+                                    tuple([Check((policy, scope), scope, limit) for scope, limit in terms.limits]),
+                                    tuple([Check((policy, scope), scope, reserved) for scope, reserved in terms.reserved]))
         object.__setattr__(self, "most", most)
         object.__setattr__(self, "most_np", most_np)
         object.__setattr__(self, "checks", checks)

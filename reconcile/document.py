@@ -59,10 +59,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .document_checks import (
-    Issue, Reading, brief, check_references, check_semantics, check_warnings, json_type, q, scope_text, show,
+    Issue, Reading, brief, check_references, check_semantics, check_warnings, json_type, show,
 )
-from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota
-from .quantity import KEY_PATTERN, QuantityError, Vector, format_quantity, parse_quantity
+from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota, scope_text
+from .quantity import KEY_PATTERN, QuantityError, Vector, format_quantity, parse_quantity, quantity_text
 
 __all__ = ["Issue", "Parsed", "child", "parse_document", "to_document"]
 
@@ -258,7 +258,8 @@ def _read_quota(r: Reading, raw: object, path: str) -> Quota:
         r.error(path, "required", "a quota row states reserved, limit or both")
     if reserved is not None and limit is not None and reserved > limit:
         r.error(f"{path}.reserved", "reserved_above_limit",
-                f"reserved {q(reserved)} {key} is above the limit of {q(limit)} {scope_text(brief(scope))}")
+                f"reserved {quantity_text(reserved)} {key} is above the limit of {quantity_text(limit)} "
+                f"{scope_text(brief(scope))}")
     return Quota(scope, key, reserved, limit)
 
 

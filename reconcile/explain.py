@@ -25,9 +25,9 @@ from operator import attrgetter
 
 from .groups import QueueGroup, Run
 from .ledger import Ledger
-from .model import ALL_POOLS, WAITING_FOR_CAPACITY, Request
+from .model import WAITING_FOR_CAPACITY, Request, scope_text
 from .plan import Waiting
-from .quantity import Vector, format_quantity
+from .quantity import Vector, quantity_text
 from .quota import PoolTerms
 from .reasons import SEVERITY, Reason
 
@@ -152,13 +152,13 @@ def _own_policy_reason(group: QueueGroup, pool: str, terms: PoolTerms, ledger: L
     reserved = ledger.over_reserved(terms, group.resources, group.preemptible)
     if reserved is not None:
         return (pool, Reason.WAITING_FOR_RESERVATION,
-                f"non-preemptible requests of policy {group.policy} use {_q(reserved.usage)} of its reservation "
-                f"of {_q(reserved.bound)} {reserved.key} {_where(reserved.scope)}")
+                f"non-preemptible requests of policy {group.policy} use {quantity_text(reserved.usage)} of its "
+                f"reservation of {quantity_text(reserved.bound)} {reserved.key} {scope_text(reserved.scope)}")
     limit = ledger.over_limit(terms, group.resources)
     if limit is not None:
         return (pool, Reason.WAITING_FOR_QUOTA,
-                f"policy {group.policy} has {_q(limit.usage)} of its limit of {_q(limit.bound)} {limit.key} in use "
-                f"{_where(limit.scope)}")
+                f"policy {group.policy} has {quantity_text(limit.usage)} of its limit of "
+                f"{quantity_text(limit.bound)} {limit.key} in use {scope_text(limit.scope)}")
     return None
 
 
@@ -176,8 +176,9 @@ def _room_reason(pool: str, keys, ledger: Ledger, short: dict[str, int]):
     for key, lack in sorted(short.items()):
         held = held_here.get(key, 0)
         in_use = used.get(key, 0)
-        held_note = f", {_q(held)} held for preemptors" if held else ""
-        parts.append(f"{_q(lack)} {key} ({_q(in_use)} of {_q(keys[key].capacity)} in use{held_note})")
+        held_note = f", {quantity_text(held)} held for preemptors" if held else ""
+        parts.append(f"{quantity_text(lack)} {key} ({quantity_text(in_use)} of {quantity_text(keys[key].capacity)} "
+                     f"in use{held_note})")
         held_only = held_only and lack <= held
     if held_only:
         holders = sorted(h for h, hold in ledger.holds.items() if hold.pool == pool)
@@ -208,10 +209,3 @@ def _overall(reasons: list[tuple[str, Reason, str]]) -> tuple[Reason, str]:
     # A "*" quota says the same on every pool: each sentence once.
     return code, "; ".join(dict.fromkeys(message for _, _, message in reasons))
 
-
-def _q(milli: int) -> str:
-    return str(format_quantity(milli))
-
-
-def _where(scope: str) -> str:
-    return "across all pools" if scope == ALL_POOLS else f"on pool {scope}"

@@ -26,6 +26,11 @@ from .reasons import Reason
 ALL_POOLS = "*"  # the scope of a quota row that counts usage over every pool
 
 
+def scope_text(scope: str) -> str:
+    """A quota scope as a sentence names it: "on pool h100", or "across all pools" for ``*``."""
+    return "across all pools" if scope == ALL_POOLS else f"on pool {scope}"
+
+
 class State(enum.StrEnum):
     PENDING = "pending"
     ALLOCATED = "allocated"

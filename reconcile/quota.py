@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .model import ALL_POOLS, Config, Policy, Pool, Quota  # noqa: F401  (doctest)
-from .quantity import UNMETERED_BY_DEFAULT, Vector, format_quantity
+from .model import ALL_POOLS, Config, Policy, Pool, Quota, scope_text  # noqa: F401  (doctest)
+from .quantity import UNMETERED_BY_DEFAULT, Vector, quantity_text
 from .reasons import Reason
 
 Bound = tuple[str, int]  # (scope, milli-units)
@@ -82,9 +82,9 @@ class PoolTerms:
             for _, reserved in terms.reserved:
                 bound = min(bound, reserved)
             most_np[key] = bound
-            checks[key] = KeyChecks(terms.capacity,
-                                    tuple([Check((policy, scope), scope, limit) for scope, limit in terms.limits]),
-                                    tuple([Check((policy, scope), scope, reserved) for scope, reserved in terms.reserved]))
+            checks[key] = KeyChecks(
+                terms.capacity, tuple([Check((policy, scope), scope, limit) for scope, limit in terms.limits]),
+                tuple([Check((policy, scope), scope, reserved) for scope, reserved in terms.reserved]))
         object.__setattr__(self, "most", most)
         object.__setattr__(self, "most_np", most_np)
         object.__setattr__(self, "checks", checks)
@@ -191,15 +191,16 @@ def ineligibility(terms: PoolTerms, resources: Vector, preemptible: bool) -> Ine
         if terms.metered(key) and amount > terms.keys[key].capacity:
             return Ineligible(
                 Reason.EXCEEDS_POOL_CAPACITY,
-                f"{_q(amount)} {key} exceeds the capacity of pool {pool} ({_q(terms.keys[key].capacity)})",
+                f"{quantity_text(amount)} {key} exceeds the capacity of pool {pool} "
+                f"({quantity_text(terms.keys[key].capacity)})",
             )
     for key in keys:
         for scope, limit in terms.keys[key].limits if terms.metered(key) else ():
             if resources[key] > limit:
                 return Ineligible(
                     Reason.EXCEEDS_LIMIT,
-                    f"{_q(resources[key])} {key} exceeds the limit of policy {terms.policy} "
-                    f"({_q(limit)} {key} {_scope(scope)})",
+                    f"{quantity_text(resources[key])} {key} exceeds the limit of policy {terms.policy} "
+                    f"({quantity_text(limit)} {key} {scope_text(scope)})",
                 )
     if not preemptible:
         for key in keys:
@@ -207,8 +208,8 @@ def ineligibility(terms: PoolTerms, resources: Vector, preemptible: bool) -> Ine
                 if resources[key] > reserved:
                     return Ineligible(
                         Reason.EXCEEDS_RESERVED,
-                        f"a non-preemptible request of {_q(resources[key])} {key} exceeds the "
-                        f"reservation of policy {terms.policy} ({_q(reserved)} {key} {_scope(scope)})",
+                        f"a non-preemptible request of {quantity_text(resources[key])} {key} exceeds the "
+                        f"reservation of policy {terms.policy} ({quantity_text(reserved)} {key} {scope_text(scope)})",
                     )
     return None
 
@@ -255,10 +256,3 @@ def judge_queue(terms: TermsCache, policy: str, profile: str, resources: Vector,
     # Eligible nowhere: the most preferred pool is the first that fails.
     return (), ineligibility(pools[0][1], resources, preemptible)
 
-
-def _q(milli: int) -> str:
-    return str(format_quantity(milli))
-
-
-def _scope(scope: str) -> str:
-    return "across all pools" if scope == ALL_POOLS else f"on pool {scope}"

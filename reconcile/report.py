@@ -64,7 +64,7 @@ def usage_report(config: Config, requests: Iterable[Request], terms: TermsCache 
                     borrowed[(policy.name, scope, key)] += units[request.id].get(key, 0)
     stated = {(p.name, q.scope, q.key): q for p in config.policies for q in p.quotas}
     rows = []
-    for policy, scope, key in sorted(set(usage) | set(stated), key=_row_order):
+    for policy, scope, key in sorted(set(usage) | set(stated), key=usage_order):
         row = stated.get((policy, scope, key))
         rows.append(UsageRow(policy, scope, key, usage.get((policy, scope, key), 0),
                              row.reserved if row else None, row.limit if row else None,
@@ -72,6 +72,8 @@ def usage_report(config: Config, requests: Iterable[Request], terms: TermsCache 
     return rows
 
 
-def _row_order(row: tuple[str, str, str]) -> tuple:
-    policy, scope, key = row
+def usage_order(at: tuple[str, str, str]) -> tuple[str, bool, str, str]:
+    """The order usage is listed in, by (policy, scope, key): policy, then ``*`` before the pools,
+    then the pool and the key by name."""
+    policy, scope, key = at
     return (policy, scope != ALL_POOLS, scope, key)

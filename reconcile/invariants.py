@@ -101,13 +101,15 @@ def _check_allocations(snapshot: Snapshot) -> list[Violation]:
 
 def check_usage(snapshot: Snapshot, cached) -> list[Violation]:
     """I-5: a cached usage, in the shape of ``reconcile.ledger.Ledger(config)`` (``pool_used``,
-    ``policy_used``, ``policy_np``), equals the sum over live allocations; zero entries aside."""
+    ``policy_used``, ``nonpreemptible_used``), equals the sum over live allocations; zero entries
+    aside."""
     config, expected = snapshot.config, {"pool_used": defaultdict(Counter), "policy_used": defaultdict(Counter),
-                                         "policy_np": defaultdict(Counter)}
+                                         "nonpreemptible_used": defaultdict(Counter)}
     for r in _live(snapshot.requests):
         targets = [("pool_used", r.pool), ("policy_used", (r.policy, r.pool)), ("policy_used", (r.policy, ALL_POOLS))]
         if not r.preemptible:
-            targets += [("policy_np", (r.policy, r.pool)), ("policy_np", (r.policy, ALL_POOLS))]
+            targets += [("nonpreemptible_used", (r.policy, r.pool)),
+                        ("nonpreemptible_used", (r.policy, ALL_POOLS))]
         for key, amount in r.resources.items():
             if key not in config.unmetered.get(r.pool, ()):  # a pool it does not know: counted
                 for name, where in targets:

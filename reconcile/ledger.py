@@ -53,16 +53,18 @@ class Hold(NamedTuple):
 
 
 class Ledger:
-    """Live usage per pool, per (policy, scope) and non-preemptible per (policy, scope), plus the
-    capacity held for preemptors whose victims are being evicted (R-45)."""
+    """Live usage per pool, per (policy, scope) and, of non-preemptible allocations alone, per
+    (policy, scope) again; plus the capacity held for preemptors whose victims are being evicted
+    (R-45)."""
 
     def __init__(self, config: Config | None = None) -> None:
         # Usage counts a key only on pools that meter it (§1: unmetered keys are never checked
         # there, so they cannot use up a quota either). Without a config every key counts.
         self.unmetered: dict[str, frozenset[str]] = {} if config is None else config.unmetered
-        self.pool_used: defaultdict[str, Usage] = defaultdict(dict)
-        self.policy_used: defaultdict[tuple[str, str], Usage] = defaultdict(dict)
-        self.policy_np: defaultdict[tuple[str, str], Usage] = defaultdict(dict)
+        self.pool_used: defaultdict[str, Usage] = defaultdict(dict)  # pool → usage
+        self.policy_used: defaultdict[tuple[str, str], Usage] = defaultdict(dict)  # (policy, scope) → usage
+        # (policy, scope) → usage of its non-preemptible allocations, which R-22 bounds
+        self.nonpreemptible_used: defaultdict[tuple[str, str], Usage] = defaultdict(dict)
         self.held: defaultdict[str, Usage] = defaultdict(dict)  # pool → room held for preemptors
         self.holds: dict[int, Hold] = {}  # preemptor id → its hold
 
@@ -86,7 +88,7 @@ class Ledger:
         if pool_room:
             targets.append(self.pool_used[pool])
         if not preemptible:
-            targets += [self.policy_np[(policy, pool)], self.policy_np[(policy, ALL_POOLS)]]
+            targets += [self.nonpreemptible_used[(policy, pool)], self.nonpreemptible_used[(policy, ALL_POOLS)]]
         unmetered = self.unmetered.get(pool, ())
         for key, amount in resources.items():
             if key in unmetered:
@@ -146,7 +148,7 @@ class Ledger:
         # The hot path of a pass: written out rather than composed from the checks below.
         used = self.pool_used[terms.pool]
         held = self.held.get(terms.pool) or {}
-        policy_used, policy_np, checks = self.policy_used, self.policy_np, terms.checks
+        policy_used, nonpreemptible_used, checks = self.policy_used, self.nonpreemptible_used, terms.checks
         for key, amount in resources.items():
             found = checks.get(key)
             if found is None:
@@ -159,7 +161,7 @@ class Ledger:
                     return False
             if not preemptible:
                 for usage_key, _, reserved in reservations:
-                    if policy_np[usage_key].get(key, 0) + amount > reserved:
+                    if nonpreemptible_used[usage_key].get(key, 0) + amount > reserved:
                         return False
         return True
 
@@ -185,7 +187,7 @@ class Ledger:
     def over_reserved(self, terms: PoolTerms, resources: Vector, preemptible: bool) -> Breach | None:
         """R-22: for a non-preemptible request, the first reservation its policy's non-preemptible
         usage would exceed, or None."""
-        return None if preemptible else _first_breach(terms, resources, self.policy_np, _RESERVATIONS)
+        return None if preemptible else _first_breach(terms, resources, self.nonpreemptible_used, _RESERVATIONS)
 
     def in_share(self, terms: PoolTerms, resources: Vector, request_id: int | None = None) -> bool:
         """R-32.2: usage + R ≤ effective reserved for every metered key at every scope."""

@@ -67,13 +67,13 @@ class PoolTerms:
     # Per metered key, the most one request may ask for: capacity and every limit (R-11, R-12),
     # and for a non-preemptible one every reservation too (R-13). See ``eligible``.
     most: dict[str, int] = field(init=False, repr=False, compare=False)
-    most_np: dict[str, int] = field(init=False, repr=False, compare=False)
+    most_nonpreemptible: dict[str, int] = field(init=False, repr=False, compare=False)
     # Per metered key, its bounds with the ledger's usage keys made once, for the fit checks of a
     # pass (ledger.py).
     checks: dict[str, KeyChecks] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        most, most_np, checks, policy = {}, {}, {}, self.policy
+        most, most_nonpreemptible, checks, policy = {}, {}, {}, self.policy
         for key, terms in self.keys.items():
             bound = terms.capacity
             for _, limit in terms.limits:
@@ -81,12 +81,12 @@ class PoolTerms:
             most[key] = bound
             for _, reserved in terms.reserved:
                 bound = min(bound, reserved)
-            most_np[key] = bound
+            most_nonpreemptible[key] = bound
             checks[key] = KeyChecks(
                 terms.capacity, tuple([Check((policy, scope), scope, limit) for scope, limit in terms.limits]),
                 tuple([Check((policy, scope), scope, reserved) for scope, reserved in terms.reserved]))
         object.__setattr__(self, "most", most)
-        object.__setattr__(self, "most_np", most_np)
+        object.__setattr__(self, "most_nonpreemptible", most_nonpreemptible)
         object.__setattr__(self, "checks", checks)
 
     def metered(self, key: str) -> bool:
@@ -222,7 +222,7 @@ def eligible(terms: PoolTerms, resources: Mapping[str, int], preemptible: bool) 
     >>> eligible(ml, Vector.of(gpu=4, step_run=1), True), eligible(ml, Vector.of(gpu=4), False)
     (True, False)
     """
-    most = terms.most if preemptible else terms.most_np
+    most = terms.most if preemptible else terms.most_nonpreemptible
     for key, amount in resources.items():
         bound = most.get(key)
         if bound is None:

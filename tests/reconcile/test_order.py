@@ -241,7 +241,7 @@ def priority_against_share(hi_priority: int):
         config(pool("p", gpu=2), policy("hi", "p:gpu 1/", priority=hi_priority), policy("lo", "p:gpu 1/"),
                profile("job", "p", ("lo", "hi"), dynamic=True)),
         req(1, "hi", "job", gpu=1, state=ALLOCATED, pool="p"), req(2, "lo", "job", gpu=1),
-        req(3, "hi", "job", gpu=1, np=True),
+        req(3, "hi", "job", gpu=1, preemptible=False),
     )
 
 
@@ -312,7 +312,7 @@ REEVALUATED = [
                   req(3, "a", "job", gpu=1)),
          {1: "allocated on p1", 2: "pending WaitingForCapacity #1", 3: "allocated on p2"}),
     Case("with its first pool full it is judged in share or borrowing at the later pool", ("R-32", "R-32.2"),
-         snapshot(SHARE_PER_POOL, req(1, "c", "job", gpu=1, np=True, state=ALLOCATED, pool="p1"),
+         snapshot(SHARE_PER_POOL, req(1, "c", "job", gpu=1, preemptible=False, state=ALLOCATED, pool="p1"),
                   req(2, "a", "job", gpu=1), req(3, "b", "job", gpu=1)),
          {1: "allocated on p1", 2: "pending WaitingForCapacity #1", 3: "allocated on p2"}),
     Case("two pools, three policies and both profiles are served in one pass", ("R-31", "R-32", "R-33"),
@@ -339,7 +339,7 @@ NO_BLOCKING = [
     Case("a higher priority request that fits nowhere does not stop a lower one that fits", ("R-33", "R-43"),
          snapshot(config(pool("p", gpu=4), policy("lo", "p:gpu 2/"), policy("hi", priority=5),
                          profile("job", "p", ("lo", "hi"), dynamic=True)),
-                  req(1, "lo", "job", gpu=2, np=True, state=ALLOCATED, pool="p"), req(2, "hi", "job", gpu=4),
+                  req(1, "lo", "job", gpu=2, preemptible=False, state=ALLOCATED, pool="p"), req(2, "hi", "job", gpu=4),
                   req(3, "lo", "job", gpu=1)),
          {1: "allocated on p", 2: "pending WaitingForCapacity #1", 3: "allocated on p"}),
     Case("a request arriving after a preemption cannot take the held capacity", ("R-33", "R-45"),

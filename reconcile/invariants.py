@@ -1,5 +1,6 @@
-"""The invariants of spec §10, checked on values: tests call these after every step, and the
-reconciler can run them on demand. Each check returns a list of ``Violation``; empty is clean.
+"""The invariants of spec §10, checked on values: tests call these after every step, and
+``manage.py check_state`` runs them on the stored state on demand (as the admin's
+``GET /api/v1/health`` does). Each check returns a list of ``Violation``; empty is clean.
 
 A key counts toward usage only where it is metered: on its pool, and at scope ``*`` summed over
 the pools that meter it (§1: an unmetered key is never checked there, so it cannot be bounded).

@@ -269,7 +269,8 @@ def _submission_order(pending: list[Request]) -> Callable[[Request], object]:
     """A sort key for R-32.5 (submission, then id) on members listed in ``pending``'s order.
 
     A stable sort keeps that order among equal submission times, so when ``pending`` lists ids in
-    ascending order (the service loads requests by id) the time alone gives the same order, and
-    compares one value instead of a pair."""
+    ascending order the time alone gives the same order, and compares one value instead of a pair.
+    Nothing promises that order (a snapshot's requests come as the loader read them), so it is
+    checked here, once per pass."""
     ids = list(map(_ID, pending))
     return _SUBMITTED_AT if ids == sorted(ids) else by_submission

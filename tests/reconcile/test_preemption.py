@@ -327,7 +327,7 @@ BORROWED = [
 ]
 
 
-# --- known engine bugs ----------------------------------------------------------------------------
+# --- what the victims free stays held for their preemptor until it is granted --------------------
 
 # n is ranked before a on the profile, at the same priority. a (2) preempted lo's request (1) at
 # 980 s; n's request (3) came at 985 s, while the victim was still leaving, and the victim's holder

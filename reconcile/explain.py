@@ -6,9 +6,6 @@ easiest of them, so the most curable pool reason is its code, while the message 
 pool: "pool h100 is short of 2 gpu (6 of 8 in use); pool bare-metal is short of 4 gpu (8 of 8
 in use)".
 
->>> from datetime import datetime, timezone
->>> from reconcile import Config, Policy, Pool, Profile, Request, Snapshot, State, Vector, plan
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> config = Config((Pool("h100", Vector.of(gpu=8)),),
 ...                 (Profile("job", Vector.of(gpu=1), True, ("h100",), ("t",)),), (Policy("t"),))
 >>> running = Request(1, "t", "job", Vector.of(gpu=6), t0, State.ALLOCATED, pool="h100", allocated_at=t0)

@@ -5,9 +5,6 @@
 A key counts toward usage only where it is metered: on its pool, and at scope ``*`` summed over
 the pools that meter it (§1: an unmetered key is never checked there, so it cannot be bounded).
 
->>> from datetime import datetime, timezone
->>> from reconcile.model import Config, Pool, Request
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> small = Config(pools=(Pool("dc", Vector.of(gpu=2)),))
 >>> job = Request(1, "ml", "job", Vector.of(gpu=1.5, step_run=1), t0, State.ALLOCATED, pool="dc", allocated_at=t0)
 >>> two = Snapshot(t0, small, (job, replace(job, id=2)))

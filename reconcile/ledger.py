@@ -1,6 +1,5 @@
 """The planner's working copy of usage: charged as it grants, never the snapshot's (R-20…R-22).
 
->>> from reconcile.model import Pool, Policy, Quota
 >>> from reconcile.quota import pool_terms
 >>> terms = pool_terms(Policy("ml", quotas=(Quota("dc", "gpu", 4000, 8000),)), Pool("dc", Vector.of(gpu=8)))
 >>> ledger = Ledger()

@@ -2,15 +2,14 @@
 
 Everything here is immutable; a pass never changes its input.
 
->>> from datetime import datetime, timezone
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> config = Config(
-...     pools=(Pool("dc", Vector.of(gpu=8)),),
-...     profiles=(Profile("job", Vector.of(gpu=1), dynamic=True, pools=("dc",), policies=("ml",)),),
-...     policies=(Policy("ml", priority=10, quotas=(Quota("dc", "gpu", reserved=4000, limit=8000),)),),
-... )
->>> config.queue_exists("ml", "job"), config.queue_exists("ml", "other")
+...     pools=(Pool("h100", Vector.of(gpu=8)), Pool("a100", Vector.of(gpu=4))),
+...     profiles=(Profile("train", Vector.of(gpu=4), pools=("h100", "a100"), policies=("research", "dev")),),
+...     policies=(Policy("research", priority=10), Policy("dev")))
+>>> config.queue_exists("dev", "train"), config.queue_exists("dev", "infer")
 (True, False)
+>>> config.policy_rank[("train", "dev")], config.execution_index[("a100", "train")]   # R-32.4, R-32.3
+(1, 0)
 """
 
 from __future__ import annotations
@@ -32,14 +31,18 @@ def scope_text(scope: str) -> str:
 
 
 class State(enum.StrEnum):
-    PENDING = "pending"
-    ALLOCATED = "allocated"
-    PREEMPTING = "preempting"
-    RELEASED = "released"
-    PREEMPTED = "preempted"
-    REJECTED = "rejected"
-    CANCELLED = "cancelled"
-    EXPIRED = "expired"
+    """A request's state (§2): pending, two live ones, and five terminal ones. Each value is the
+    member's name in lower case (what ``enum.auto`` gives a StrEnum): "pending", "allocated", …
+    as the database stores them and the API shows them."""
+
+    PENDING = enum.auto()
+    ALLOCATED = enum.auto()
+    PREEMPTING = enum.auto()
+    RELEASED = enum.auto()
+    PREEMPTED = enum.auto()
+    REJECTED = enum.auto()
+    CANCELLED = enum.auto()
+    EXPIRED = enum.auto()
 
     @property
     def live(self) -> bool:

@@ -9,9 +9,6 @@ The phases, each deciding on the working copy the previous one left:
 4. preemption: each request still waiting looks for victims, in service order (R-40…R-45);
 5. reasons and positions for everything still pending (§9).
 
->>> from datetime import datetime, timezone
->>> from reconcile.model import Config, Pool, Policy, Profile, Quota
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> config = Config(
 ...     pools=(Pool("dc", Vector.of(gpu=8)),),
 ...     profiles=(Profile("job", Vector.of(gpu=1), dynamic=True, pools=("dc",), policies=("ml",)),),
@@ -39,7 +36,6 @@ from .quantity import sum_resources
 from .ordering import ServiceKey, service_key
 from .plan import Decision, Plan
 from .preemption import Preemption
-from .quantity import Vector  # noqa: F401  (doctest)
 from .quota import Ineligible, TermsCache, judge_queue, terms_for
 from .reasons import Reason
 

@@ -6,10 +6,6 @@ no longer be eligible (R-15), granted and preempted; and usage per policy, scope
 and after. A configuration that removes a pool, profile or policy still holding live
 allocations cannot be provisioned (R-57): the preview names them.
 
->>> from datetime import datetime, timezone
->>> from reconcile.model import Config, Policy, Pool, Profile, Request, State
->>> from reconcile.quantity import Vector
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> old = Config((Pool("a", Vector.of(gpu=1)),), (Profile("one", Vector.of(gpu=1), pools=("a",), policies=("t",)),), (Policy("t"),))
 >>> running = Request(1, "t", "one", Vector.of(gpu=1), t0, state=State.ALLOCATED, pool="a", allocated_at=t0)
 >>> [r.message for r in preview(Snapshot(t0, old, (running,)), Config(policies=(Policy("t"),))).refusals]

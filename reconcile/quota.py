@@ -5,8 +5,6 @@ rows with scope P or ``*``. With no row stating a limit the limit is the pool's 
 implicit: pool room already checks it); with none stating a reservation the reservation is 0.
 A ``*`` row of ``reserved 8, limit 16`` and a ``h100`` row of ``limit 8`` give gpu on h100:
 
->>> from reconcile.model import Pool, Policy, Quota
->>> from reconcile.quantity import Vector
 >>> dev = Policy("dev", quotas=(Quota("*", "gpu", 8000, 16000), Quota("h100", "gpu", None, 8000)))
 >>> terms = pool_terms(dev, Pool("h100", Vector.of(gpu=8, mcpu=64)))
 >>> terms.keys["gpu"].limits, terms.keys["gpu"].reserved
@@ -26,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .model import ALL_POOLS, Config, Policy, Pool, Quota, scope_text  # noqa: F401  (doctest)
+from .model import ALL_POOLS, Config, Policy, Pool, scope_text
 from .quantity import UNMETERED_BY_DEFAULT, Vector, quantity_text
 from .reasons import Reason
 

@@ -4,10 +4,6 @@ This is what ``GET /policies`` shows and what a preview compares before and afte
 ``*`` sums every pool. Borrowed units come from the oldest-first walk of borrowing.py, so the
 rows of S-2 (``dc:gpu 4/8``, one allocation of 6 gpu) read:
 
->>> from datetime import datetime, timezone
->>> from reconcile.model import Config, Policy, Pool, Quota, Request, State
->>> from reconcile.quantity import Vector
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> config = Config(pools=(Pool("dc", Vector.of(gpu=8)),), policies=(Policy("ml", quotas=(Quota("dc", "gpu", 4000, 8000),)),))
 >>> live = [Request(1, "ml", "job", Vector.of(gpu=6), t0, state=State.ALLOCATED, pool="dc", allocated_at=t0)]
 >>> [(u.scope, u.usage, u.reserved, u.limit, u.borrowed) for u in usage_report(config, live)]

@@ -13,7 +13,6 @@ to resource keys (api.md §2, spec §1).
 Both readers return milli-units and *keep explicit zeros*, so that a key given as 0 still
 overrides the profile's default for it (the service merges, then drops zeros):
 
->>> from reconcile.quantity import Vector
 >>> converted = resources_from_settings({"gpu_count": 2, "cpu_count": 4, "memory": "16GiB",
 ...                                      "pool_resources": {"tensorrt_sessions": 1}})
 >>> Vector(converted).to_json()

@@ -208,13 +208,13 @@ def _behind_higher_priority(group: QueueGroup, reasons: list[PoolReason],
                             first_waiter: Mapping[str, FirstWaiter]) -> list[PoolReason]:
     """A request short of room where a request of higher priority waits first is blocked by it."""
     out = []
-    for pool, reason, message in reasons:
-        ahead = first_waiter.get(pool)
-        if reason is WAITING_FOR_CAPACITY and ahead is not None and ahead.priority > group.priority:
-            reason = Reason.BLOCKED_BY_HIGHER_PRIORITY
-            message += (f"; request {ahead.request.id} of policy {ahead.policy} (priority {ahead.priority}) "
-                        "is served first")
-        out.append(PoolReason(pool, reason, message))
+    for found in reasons:
+        ahead = first_waiter.get(found.pool)
+        if found.reason is WAITING_FOR_CAPACITY and ahead is not None and ahead.priority > group.priority:
+            found = PoolReason(found.pool, Reason.BLOCKED_BY_HIGHER_PRIORITY,
+                               f"{found.message}; request {ahead.request.id} of policy {ahead.policy} "
+                               f"(priority {ahead.priority}) is served first")
+        out.append(found)
     return out
 
 

@@ -41,7 +41,7 @@ class ServiceKey(NamedTuple):
 
     def of_member(self, submitted_at: Any, request_id: int) -> ServiceKey:
         """The key of another member of the same group: the same standing, its own submission."""
-        return self._replace(submitted_at=submitted_at, request_id=request_id)
+        return ServiceKey(*self.standing, submitted_at, request_id)
 
 
 def service_key(

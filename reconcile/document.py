@@ -202,7 +202,7 @@ def _read_profile(reading: Reading, raw: object, path: str) -> Profile:
                    for j, item in enumerate(_list(reading, obj, "connections", f"{path}.connections", MAX_CONNECTIONS))]
     if not connections and reading.ok(f"{path}.connections"):
         reading.error(f"{path}.connections", "no_connection",
-                f"profile {brief(name)} has no connection: connect it to at least one pool")
+                      f"profile {brief(name)} has no connection: connect it to at least one pool")
     dynamic = obj.get("dynamic", False)
     if not isinstance(dynamic, bool):
         reading.error(f"{path}.dynamic", "invalid_type", f"dynamic is true or false, not {json_type(dynamic)}")
@@ -259,8 +259,8 @@ def _read_quota(reading: Reading, raw: object, path: str) -> Quota:
         reading.error(path, "required", "a quota row states reserved, limit or both")
     if reserved is not None and limit is not None and reserved > limit:
         reading.error(f"{path}.reserved", "reserved_above_limit",
-                f"reserved {quantity_text(reserved)} {key} is above the limit of {quantity_text(limit)} "
-                f"{scope_text(brief(scope))}")
+                      f"reserved {quantity_text(reserved)} {key} is above the limit of {quantity_text(limit)} "
+                      f"{scope_text(brief(scope))}")
     return Quota(scope, key, reserved, limit)
 
 
@@ -278,7 +278,7 @@ def _object(reading: Reading, raw: object, path: str, fields: Fields, what: str)
     for field in raw:
         if field not in known:
             reading.error(child(path, field), "unknown_field",
-                    f"unknown field {show(field)}; {what} has {', '.join(known)}", blocking=False)
+                          f"unknown field {show(field)}; {what} has {', '.join(known)}", blocking=False)
     return raw
 
 
@@ -305,7 +305,7 @@ def _name(reading: Reading, obj: Mapping[Any, Any], path: str, kind: str) -> str
         return ""
     if not NAME_PATTERN.fullmatch(raw):
         reading.error(f"{path}.name", "invalid_name",
-                f"{show(raw)} is not a valid {kind} name: names match ^{NAME_PATTERN.pattern}$")
+                      f"{show(raw)} is not a valid {kind} name: names match ^{NAME_PATTERN.pattern}$")
     return raw
 
 
@@ -368,7 +368,7 @@ def _vector(reading: Reading, obj: Mapping[Any, Any], path: str, field: str) -> 
     for key, value in raw.items():
         if not _is_key(key):
             reading.error(child(at, key), "invalid_key",
-                    f"{show(key)} is not a resource key: keys match {KEY_PATTERN.pattern}")
+                          f"{show(key)} is not a resource key: keys match {KEY_PATTERN.pattern}")
             continue
         amount = _quantity(reading, value, f"{at}.{key}")
         if amount is not None:

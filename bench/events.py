@@ -71,9 +71,9 @@ def prepare_database() -> str:
     call_command("migrate", verbosity=0)
     from django.contrib.auth.models import User
 
-    from poolweb.api.auth import token_create
+    from poolweb.services.tokens import token_issue
 
-    return token_create(user=User.objects.create_user("bench", is_staff=True))
+    return token_issue(user=User.objects.create_user("bench", is_staff=True))
 
 
 def measure(url: str, token: str) -> dict[str, float]:

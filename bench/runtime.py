@@ -129,7 +129,8 @@ def latency_part() -> dict[str, float]:
 
     from poolweb.models import Request as RequestRow
     from poolweb.services.config import config_provision_document
-    from poolweb.services.requests import request_submit
+    from poolweb.services.requests import Submission, request_submit
+    from reconcile import Vector
 
     user = setup_database()
     config_provision_document(document={
@@ -139,7 +140,7 @@ def latency_part() -> dict[str, float]:
 
     def submit_and_wait() -> float:
         started = time.perf_counter()
-        row, _ = request_submit(user=user, data={"policy": "t", "profile": "one"})
+        row, _ = request_submit(user=user, submission=Submission("t", "one", Vector.of(gpu=1, step_run=1)))
         while not RequestRow.objects.filter(pk=row.pk, state="allocated").exists():
             time.sleep(0.002)
         return (time.perf_counter() - started) * 1000
@@ -170,7 +171,7 @@ def pass_part() -> dict[str, float]:
     from bench.engine import A, make_snapshot
     from poolweb.models import Request as RequestRow
     from poolweb.services.reconciler import reconcile_pass
-    from poolweb.services.state import load_pass_input
+    from poolweb.selectors.snapshot import load_pass_input
     from reconcile import plan
     from reconcile.document import to_document
 
@@ -189,7 +190,7 @@ def pass_part() -> dict[str, float]:
         return elapsed
 
     cold = statistics.median(timed_pass() for _ in range(PASS_REPEAT))
-    snapshot, _ = load_pass_input(django_timezone.now())
+    snapshot = load_pass_input(django_timezone.now()).snapshot
     loads = []
     for _ in range(PASS_REPEAT):
         started = time.perf_counter()
@@ -220,7 +221,7 @@ def provision(document: dict, user) -> None:
         return
     except ConfigInvalid as invalid:
         for error in invalid.errors:
-            found = re.fullmatch(r"policies\[(\d+)\]\.quotas\[(\d+)\]\.reserved", error["path"])
+            found = re.fullmatch(r"policies\[(\d+)\]\.quotas\[(\d+)\]\.reserved", error.path)
             if not found:
                 raise
             del document["policies"][int(found[1])]["quotas"][int(found[2])]["reserved"]
@@ -241,7 +242,7 @@ def _row(request, owner, shift):
 
 
 def _json_ready(document):
-    from poolweb.services.config import json_ready
+    from poolweb.services.payloads import json_ready
 
     return json_ready(document)
 

@@ -157,11 +157,29 @@ class Request(models.Model):
             models.Index(fields=["state", "pool"], name="request_state_pool"),
             models.Index(fields=["owner", "state"], name="request_owner_state"),
             models.Index(fields=["policy", "state"], name="request_policy_state"),
+            models.Index(fields=["finished_at"], name="request_finished_at"),  # forgetting old ones
         ]
         constraints = [
             models.UniqueConstraint(fields=["owner", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
                                     name="one_request_per_idempotency_key"),
         ]
+
+
+class RequestChange(models.Model):
+    """One change of a request's state (its history, api.md ``GET /requests/{id}/history``), written
+    in the transaction of the change itself."""
+
+    request = models.ForeignKey(Request, on_delete=models.CASCADE, related_name="changes", db_constraint=False)
+    at = models.DateTimeField()
+    state = models.CharField(max_length=16, choices=Request.STATES)
+    reason = models.CharField(max_length=32, choices=Request.REASONS)
+    message = models.TextField(blank=True)
+    attempt = models.PositiveSmallIntegerField()
+    pool = models.CharField(max_length=NAME_LENGTH, null=True, blank=True)
+
+    class Meta:
+        ordering = ["request", "id"]
+        indexes = [models.Index(fields=["request", "id"], name="request_change_order")]
 
 
 class ApiToken(models.Model):

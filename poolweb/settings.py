@@ -132,7 +132,7 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "poolweb.api.parsers.Pagination",
+    "DEFAULT_PAGINATION_CLASS": "poolweb.api.pagination.Pagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "poolweb.api.errors.exception_handler",
@@ -179,6 +179,8 @@ POOLWEB = {
     "PASSES": env_choice("POOLWEB_PASSES", ("worker", "inline")),
     # Events kept for clients that resume (at least this many, and all of the last hour).
     "EVENTS_KEPT": env_int("POOLWEB_EVENTS_KEPT", 10000, minimum=100, maximum=10_000_000),
+    # Finished requests (released, expired, …) are forgotten after this many days.
+    "REQUESTS_KEPT_DAYS": env_int("POOLWEB_REQUESTS_KEPT_DAYS", 30, minimum=1, maximum=36500),
 }
 
 # The event stream at /ws/events/ (api.md §3, poolweb/realtime). Each web process reads new

@@ -30,8 +30,8 @@ from .plan import Decision, Plan
 from .planner import plan as plan_pass
 from .quantity import Vector, quantity_text
 from .reasons import Reason
-from .report import usage_order
-from .transition import advance
+from .report import row_order
+from .transition import applied, carry_out
 
 Usage = defaultdict[tuple[str, str, str], int]  # (owner, scope, key) → milli-units in use
 POOL_ITSELF = ""  # the owner of a pool's own usage in a Usage, beside its policies
@@ -57,7 +57,7 @@ def check_state(snapshot: Snapshot, baseline: Snapshot | None = None) -> list[Vi
         return usage[at] > bound and not excused
 
     found = []
-    for owner, pool, key in sorted(usage, key=usage_order):
+    for owner, pool, key in sorted(usage, key=row_order):
         if owner == POOL_ITSELF and over((owner, pool, key), capacity := config.pool[pool].capacity.get(key, 0)):
             found.append(Violation("I-1", f"pool {pool}: {quantity_text(usage[(owner, pool, key)])} {key} in use, "
                                           f"above its capacity of {quantity_text(capacity)}"))
@@ -80,7 +80,7 @@ def _check_reserved(config: Config, live: list[Request]) -> list[Violation]:
             for where, reserved in rows or [(scope, 0)]:
                 reservations[(policy, where, key)] = reserved
     found = []
-    for at in sorted(reservations, key=usage_order):
+    for at in sorted(reservations, key=row_order):
         policy, scope, key = at
         if usage[at] > reservations[at]:
             found.append(Violation("I-3", f"non-preemptible requests of policy {policy} use {quantity_text(usage[at])} "
@@ -211,10 +211,7 @@ def _after_grants(snapshot: Snapshot, plan: Plan) -> dict[int, Request]:
     """Every request as the preemption phase sees it: expiries, evictions, removals and grants done."""
     requests = {r.id: r for r in snapshot.requests}
     for d in (*plan.expiries, *plan.evictions, *plan.cancellations, *plan.rejections, *plan.grants):
-        r = requests[d.request_id]
-        granted = d.state == State.ALLOCATED
-        requests[r.id] = replace(r, state=d.state, pool=d.pool if granted else r.pool,
-                                 allocated_at=plan.now if granted else r.allocated_at)
+        requests[d.request_id] = applied(requests[d.request_id], d, plan.now)
     return requests
 
 
@@ -260,12 +257,12 @@ def _borrowed(config: Config, live: list[Request], policy: str) -> dict[int, dic
 def check_idempotent(snapshot: Snapshot, first: Plan | None = None) -> list[Violation]:
     """I-8: plan, apply, plan again on the same ``now``: the second pass decides nothing, and
     rewrites no reason a pending request shows. ``first``: the plan already made for ``snapshot``."""
-    after = advance(snapshot, first if first is not None else plan_pass(snapshot))
+    after = carry_out(snapshot, first if first is not None else plan_pass(snapshot))
     second = plan_pass(after)
     found = [Violation("I-8", f"{DECIDES_AGAIN}: request {decision.request_id} {decision.from_state} → "
                               f"{decision.state} ({decision.reason})") for decision in second.decisions()]
     if not found:
-        again = {r.id: r for r in advance(after, second).requests}
+        again = {r.id: r for r in carry_out(after, second).requests}
         found = [Violation("I-8", f"{REWORDS}: request {r.id} {r.reason} → {again[r.id].reason}")
                  for r in after.requests if again[r.id] != r]
     return found

@@ -1,15 +1,22 @@
-"""What release, cancel, heartbeat and eviction do to one request (R-46, R-50, R-51).
+"""What a holder's release or cancel, a heartbeat, and time decide for one request (R-44, R-46,
+R-50, R-51).
 
-The service calls these for API actions and the planner for time-driven changes, so each
-transition is written once. Terminal requests come back unchanged (idempotence).
+Release, cancel and eviction are decisions like the planner's: each returns the ``Decision``
+(state, reason, sentence) or None when nothing changes, and ``transition.applied`` carries it
+out, so what a decision does to a request is written once. The service calls these for API
+actions, the planner for time-driven changes. Terminal requests give None (idempotence).
 
 >>> from datetime import datetime, timezone
+>>> from reconcile.transition import applied
 >>> now = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> r = Request(1, "ml", "job", Vector.of(gpu=1), now, state=State.PREEMPTING, pool="dc", max_retries=1)
->>> evict(r, now).state, evict(r, now).attempt     # a retry left: back to the queue
+>>> evicted = applied(r, release(r, by="bob"), now)   # a retry left: back to the queue
+>>> evicted.state, evicted.attempt
 (<State.PENDING: 'pending'>, 2)
->>> release(evict(r, now), now).state   # pending again: release withdraws it
-<State.CANCELLED: 'cancelled'>
+>>> release(evicted, by="bob") is None   # a late or repeated release keeps the new attempt (R-51)
+True
+>>> cancel(evicted, by="bob").message   # only cancel withdraws a queued request
+'cancelled by bob before it was allocated'
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from .model import PREEMPTING, Request, State
+from .plan import Decision
 from .quantity import Vector  # noqa: F401  (doctest)
 from .reasons import Reason
 
@@ -28,39 +36,48 @@ class NotLive(Exception):
     """A heartbeat for a request that holds no capacity."""
 
 
-def evict(request: Request, now: datetime) -> Request:
-    """R-46: an evicted request with retries left is queued again, keeping its first submission."""
+def eviction(request: Request, why: str) -> Decision | None:
+    """R-46: a preempting request leaves its pool; with retries left it is queued again (keeping its
+    first submission), else it ends ``preempted``. It keeps the reason it was preempted for."""
     if request.state != State.PREEMPTING:
-        return request
+        return None
     reason = request.reason if request.reason in (Reason.PREEMPTED_BY_PRIORITY, Reason.RECLAIMED) else Reason.RECLAIMED
     if request.retries_left:
-        return replace(
-            request, state=State.PENDING, attempt=request.attempt + 1, pool=None, allocated_at=None,
-            lease_expires_at=None, preempted_at=None, held_pool=None, reason=reason,
-        )
-    return replace(request, state=State.PREEMPTED, reason=reason)
+        return Decision.of(request, State.PENDING, reason, f"{why}; queued again (attempt {request.attempt + 1})")
+    return Decision.of(request, State.PREEMPTED, reason, f"{why}; no retries left")
 
 
-def release(request: Request, now: datetime) -> Request:
-    """R-51: done. Live capacity is returned; a preempting request takes the eviction path."""
+def release(request: Request, by: str = "") -> Decision | None:
+    """R-51: done. Live capacity is returned; a preempting request takes the eviction path. A
+    pending request holds nothing to give back: a release that arrives after it was queued again
+    (a client's retry, or a holder's acknowledgement after the grace) leaves the new attempt be."""
     if request.state == State.ALLOCATED:
-        return replace(request, state=State.RELEASED, reason=Reason.RELEASED)
+        return Decision.of(request, State.RELEASED, Reason.RELEASED, _freed(request, "released", by))
     if request.state == State.PREEMPTING:
-        return evict(request, now)
-    if request.state == State.PENDING:  # nothing to give back: releasing a queued request withdraws it
-        return cancel(request, now)
-    return request
+        return eviction(request, f"released by {by} while being preempted")
+    return None
 
 
-def cancel(request: Request, now: datetime) -> Request:
+def cancel(request: Request, by: str = "") -> Decision | None:
     """R-51: withdrawn by its owner or an admin."""
     if request.state == State.PENDING:
-        return replace(request, state=State.CANCELLED, reason=Reason.CANCELLED_BY_USER)
+        return Decision.of(request, State.CANCELLED, Reason.CANCELLED_BY_USER,
+                           f"cancelled by {by} before it was allocated")
     if request.state == State.ALLOCATED:
-        return replace(request, state=State.RELEASED, reason=Reason.CANCELLED_BY_USER)
+        return Decision.of(request, State.RELEASED, Reason.CANCELLED_BY_USER, _freed(request, "cancelled", by))
     if request.state == State.PREEMPTING:
-        return evict(request, now)
-    return request
+        return eviction(request, f"cancelled by {by} while being preempted")
+    return None
+
+
+def _freed(request: Request, verb: str, by: str) -> str:
+    return f"{verb} by {by}; its capacity on pool {request.pool} is free again"
+
+
+def expiry(request: Request) -> Decision:
+    """R-50: the lease ran out; the capacity is returned."""
+    return Decision.of(request, State.EXPIRED, Reason.LEASE_EXPIRED,
+                       f"lease ran out at {request.lease_expires_at:%Y-%m-%d %H:%M:%S %Z}".rstrip())
 
 
 def heartbeat(request: Request, now: datetime) -> Request:
@@ -76,4 +93,3 @@ def lease_expired(request: Request, now: datetime) -> bool:
 
 def grace_over(request: Request, now: datetime, grace: timedelta) -> bool:
     return request.state == PREEMPTING and request.preempted_at is not None and request.preempted_at + grace <= now
-

@@ -32,12 +32,13 @@ from .explain import explain_waiting
 from .groups import QueueGroup, by_submission, pool_queues, service_order
 from .ledger import Ledger
 from .model import ALLOCATED, PENDING, PREEMPTING, Request, Snapshot, State
-from .quantity import sum_resources
 from .ordering import ServiceKey, service_key
 from .plan import Decision, Plan
 from .preemption import Preemption
+from .quantity import sum_resources
 from .quota import Ineligible, TermsCache, judge_queue, terms_for
 from .reasons import Reason
+from .transition import applied
 
 
 def plan(snapshot: Snapshot, terms: TermsCache | None = None) -> Plan:
@@ -61,7 +62,7 @@ class _Pass:
         self.victims_of: dict[int, list[int]] = {}  # preemptor → its victims in flight
 
     def run(self) -> Plan:
-        live, pending = self._advance_time()
+        live, pending = self._end_leases_and_graces()
         self.live = live
         self.ledger = Ledger.of_live(live, self.config)
         groups = self._queue(pending)
@@ -81,7 +82,7 @@ class _Pass:
 
     # --- 1. time ---------------------------------------------------------------------
 
-    def _advance_time(self) -> tuple[list[Request], list[Request]]:
+    def _end_leases_and_graces(self) -> tuple[list[Request], list[Request]]:
         """Live requests still live, and pending ones in the snapshot's order (evicted requests
         queued again where they stood)."""
         requests = self.snapshot.requests
@@ -92,15 +93,12 @@ class _Pass:
             if state is not ALLOCATED and state is not PREEMPTING:
                 continue  # terminal
             elif lifecycle.lease_expired(request, now):  # R-50
-                self.expiries.append(_decision(request, State.EXPIRED, Reason.LEASE_EXPIRED,
-                                               f"lease ran out at {request.lease_expires_at:%Y-%m-%d %H:%M:%S}"))
+                self.expiries.append(lifecycle.expiry(request))
             elif lifecycle.grace_over(request, now, grace):  # R-44, R-46
-                evicted = lifecycle.evict(request, now)
-                retry = f"queued again as attempt {evicted.attempt}" if evicted.state == State.PENDING else "no retries left"
-                self.evictions.append(_decision(request, evicted.state, evicted.reason,
-                                                f"not released within the grace period; evicted, {retry}"))
-                if evicted.state == State.PENDING:
-                    requeued[request.id] = evicted
+                decision = lifecycle.eviction(request, "not released within the grace period")
+                self.evictions.append(decision)
+                if decision.state is PENDING:
+                    requeued[request.id] = applied(request, decision, now)
             else:
                 live.append(request)
         if requeued:
@@ -266,7 +264,7 @@ def _submission_order(pending: list[Request]) -> Callable[[Request], object]:
 
     A stable sort keeps that order among equal submission times, so when ``pending`` lists ids in
     ascending order the time alone gives the same order, and compares one value instead of a pair.
-    Nothing promises that order (a snapshot's requests come as the loader read them), so it is
-    checked here, once per pass."""
+    The service's loader reads requests in id order (poolweb/sql.py); a snapshot promises no order,
+    so it is checked here, once per pass."""
     ids = list(map(_ID, pending))
     return _SUBMITTED_AT if ids == sorted(ids) else by_submission

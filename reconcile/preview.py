@@ -23,7 +23,7 @@ from .plan import Plan
 from .planner import plan
 from .quota import TermsCache
 from .report import UsageRow, usage_report
-from .transition import advance
+from .transition import carry_out
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ def preview(snapshot: Snapshot, config: Config, terms: TermsCache | None = None)
     ``config`` gets a fresh one, shared by its plan and its usage."""
     proposed, proposed_terms = replace(snapshot, config=config), TermsCache(config)
     decided = plan(proposed, proposed_terms)
-    after = advance(proposed, decided)
+    after = carry_out(proposed, decided)
     return Preview(
         refusals=refused_removals(snapshot.requests, config),
         plan=decided,

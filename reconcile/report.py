@@ -60,7 +60,7 @@ def usage_report(config: Config, requests: Iterable[Request], terms: TermsCache 
                     borrowed[(policy.name, scope, key)] += units[request.id].get(key, 0)
     stated = {(p.name, q.scope, q.key): q for p in config.policies for q in p.quotas}
     rows = []
-    for policy, scope, key in sorted(set(usage) | set(stated), key=usage_order):
+    for policy, scope, key in sorted(set(usage) | set(stated), key=row_order):
         row = stated.get((policy, scope, key))
         rows.append(UsageRow(policy, scope, key, usage.get((policy, scope, key), 0),
                              row.reserved if row else None, row.limit if row else None,
@@ -68,8 +68,7 @@ def usage_report(config: Config, requests: Iterable[Request], terms: TermsCache 
     return rows
 
 
-def usage_order(at: tuple[str, str, str]) -> tuple[str, bool, str, str]:
-    """The order usage is listed in, by (policy, scope, key): policy, then ``*`` before the pools,
-    then the pool and the key by name."""
-    policy, scope, key = at
+def row_order(row: tuple[str, str, str]) -> tuple[str, bool, str, str]:
+    """The order of usage rows (policy, scope, key): by policy, ``*`` first, then pools and keys by name."""
+    policy, scope, key = row
     return (policy, scope != ALL_POOLS, scope, key)

@@ -11,27 +11,21 @@ from __future__ import annotations
 
 from django.urls import path
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
-from rest_framework import exceptions, generics, serializers, status
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import generics, serializers, status
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from poolweb.api.errors import DetailSchema, ErrorsSchema, IssueSchema, bad_request
+from poolweb.api.admin_only import BAD_REQUEST, NO_DRAFT, TAG, AdminView
+from poolweb.api.errors import DetailSchema, IssueSchema, VerdictSchema, issue_data
+from poolweb.api.fields import QuantityInput
+from poolweb.api.preview import DraftPreviewView
+from poolweb.selectors import versions as selectors
 from poolweb.services import config as services
-from poolweb.services.preview import draft_preview
 
-TAG = "configuration"
 
 
 # Schema: the configuration document (api.md §1).
-
-
-@extend_schema_field({"oneOf": [{"type": "number", "minimum": 0, "maximum": 1e12},
-                                {"type": "string", "pattern": r"^[0-9]+(\.[0-9]{1,3})?$"}],
-                      "description": "a quantity ≥ 0, at most 3 decimals and 10^12; responses use numbers"})
-class QuantityField(serializers.Field):
-    pass
 
 
 def _text(**kwargs) -> serializers.CharField:
@@ -41,7 +35,7 @@ def _text(**kwargs) -> serializers.CharField:
 class PoolDocument(serializers.Serializer):
     name = _text(help_text="^[a-z0-9][a-z0-9_.-]{0,62}$, unique among pools (required)")
     description = _text(max_length=1000)
-    capacity = serializers.DictField(child=QuantityField(), required=False)
+    capacity = serializers.DictField(child=QuantityInput(), required=False)
     execution_order = serializers.ListField(child=serializers.CharField(), required=False,
                                             help_text="connected profiles, served first to last")
 
@@ -54,7 +48,7 @@ class ConnectionDocument(serializers.Serializer):
 class ProfileDocument(serializers.Serializer):
     name = _text(help_text="unique among profiles (required)")
     description = _text(max_length=1000)
-    resources = serializers.DictField(child=QuantityField(), required=False)
+    resources = serializers.DictField(child=QuantityInput(), required=False)
     dynamic = serializers.BooleanField(required=False)
     connections = ConnectionDocument(many=True, required=False, help_text="pool precedence; at least one")
     policies = serializers.ListField(child=serializers.CharField(), required=False, help_text="policy rank")
@@ -63,8 +57,8 @@ class ProfileDocument(serializers.Serializer):
 class QuotaDocument(serializers.Serializer):
     scope = _text(help_text='"*" (default) or a pool name')
     key = _text(help_text="a resource key (required)")
-    reserved = QuantityField(required=False)
-    limit = QuantityField(required=False)
+    reserved = QuantityInput(required=False)
+    limit = QuantityInput(required=False)
 
 
 class PolicyDocument(serializers.Serializer):
@@ -85,54 +79,8 @@ class ConfigDocument(DraftDocument):
     version = serializers.IntegerField(read_only=True, help_text="0 before the first provision")
 
 
-class ValidationSchema(serializers.Serializer):
-    valid = serializers.BooleanField()
-    errors = IssueSchema(many=True)
+class ValidationSchema(VerdictSchema):
     warnings = IssueSchema(many=True)
-
-
-class RefusalSchema(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=["pool", "profile", "policy"])
-    name = serializers.CharField()
-    requests = serializers.ListField(child=serializers.IntegerField())
-    message = serializers.CharField()
-
-
-class PreviewRequestSchema(serializers.Serializer):
-    id = serializers.IntegerField()
-    policy = serializers.CharField(allow_null=True)
-    profile = serializers.CharField(allow_null=True)
-    owner = serializers.CharField(allow_null=True)
-    pool = serializers.CharField(allow_null=True)
-    reason = serializers.CharField()
-    message = serializers.CharField()
-    preempted_by = serializers.IntegerField(allow_null=True)
-
-
-class UsageFiguresSchema(serializers.Serializer):
-    usage = serializers.FloatField()
-    reserved = serializers.FloatField(allow_null=True)
-    limit = serializers.FloatField(allow_null=True)
-    borrowed = serializers.FloatField()
-
-
-class UsageChangeSchema(serializers.Serializer):
-    policy = serializers.CharField()
-    scope = serializers.CharField()
-    key = serializers.CharField()
-    before = UsageFiguresSchema(allow_null=True, help_text="null: no such row before")
-    after = UsageFiguresSchema(allow_null=True, help_text="null: no such row after")
-
-
-class PreviewSchema(serializers.Serializer):
-    valid = serializers.BooleanField()
-    errors = IssueSchema(many=True)
-    refusals = RefusalSchema(many=True, help_text="R-57: removals that live allocations forbid")
-    granted = PreviewRequestSchema(many=True)
-    preempted = PreviewRequestSchema(many=True)
-    rejected = PreviewRequestSchema(many=True)
-    cancelled = PreviewRequestSchema(many=True)
-    usage = UsageChangeSchema(many=True)
 
 
 class VersionSummary(serializers.Serializer):
@@ -178,37 +126,24 @@ class ManagementState(serializers.Serializer):
 
 
 NUMBER = OpenApiParameter("number", OpenApiTypes.INT, OpenApiParameter.PATH, description="the version number")
-BAD_REQUEST = OpenApiResponse(ErrorsSchema, description="malformed input: every error with its path")
-NO_DRAFT = OpenApiResponse(DetailSchema, description="there is no draft")
 NO_VERSION = OpenApiResponse(DetailSchema, description="there is no such version")
 
 
 # Views.
 
 
-class AdminView(APIView):
-    permission_classes = [IsAdminUser]
-
-    def handle_exception(self, exc):
-        if isinstance(exc, services.ConfigInvalid):
-            return bad_request(exc.errors)
-        if isinstance(exc, services.ConfigNotFound):
-            exc = exceptions.NotFound(str(exc))
-        return super().handle_exception(exc)
-
-
 class ConfigView(AdminView):
     @extend_schema(tags=[TAG], operation_id="config_retrieve", responses={200: ConfigDocument},
                    summary="The provisioned configuration with its version (0 and empty before any)")
     def get(self, request):
-        return Response(services.config_live_document())
+        return Response(selectors.config_live_document())
 
 
 class DraftView(AdminView):
     @extend_schema(tags=[TAG], operation_id="config_draft_retrieve", responses={200: DraftDocument, 404: NO_DRAFT},
                    summary="The saved draft, as it was written")
     def get(self, request):
-        return Response(services.draft_get())
+        return Response(selectors.draft_get())
 
     @extend_schema(tags=[TAG], operation_id="config_draft_update", request=DraftDocument,
                    responses={200: DraftDocument, 400: BAD_REQUEST},
@@ -233,16 +168,9 @@ class DraftValidateView(AdminView):
                    description="Errors include R-57 refusals (path pools, profiles or policies, code "
                                "removal_refused); warnings include group_missing and group_empty.")
     def post(self, request):
-        return Response(services.draft_validate())
-
-
-class DraftPreviewView(AdminView):
-    @extend_schema(tags=[TAG], operation_id="config_draft_preview", request=None,
-                   responses={200: PreviewSchema, 404: NO_DRAFT},
-                   summary="What provisioning the draft would do to current requests; changes nothing",
-                   description="An invalid draft answers valid false with its errors and empty lists.")
-    def post(self, request):
-        return Response(draft_preview())
+        checked = services.draft_validate()
+        return Response({"valid": checked.valid, "errors": [issue_data(e) for e in checked.errors],
+                         "warnings": [issue_data(w) for w in checked.warnings]})
 
 
 class DraftProvisionView(AdminView):
@@ -261,7 +189,7 @@ class VersionListView(generics.ListAPIView):
     serializer_class = VersionSummary
 
     def get_queryset(self):
-        return services.version_list()
+        return selectors.version_list()
 
     @extend_schema(tags=[TAG], operation_id="config_versions_list",
                    summary="Provisioned versions, newest first (limit/offset pagination)")
@@ -273,7 +201,7 @@ class VersionView(AdminView):
     @extend_schema(tags=[TAG], operation_id="config_versions_retrieve", parameters=[NUMBER],
                    responses={200: ConfigDocument, 404: NO_VERSION}, summary="One version's document")
     def get(self, request, number: int):
-        return Response(services.version_document(number=number))
+        return Response(selectors.version_document(number))
 
 
 class VersionRestoreView(AdminView):
@@ -288,7 +216,7 @@ class ManagementView(AdminView):
     @extend_schema(tags=[TAG], operation_id="management_retrieve", responses={200: ManagementState},
                    summary="Whether the reconciler grants and preempts")
     def get(self, request):
-        return Response(services.management_get())
+        return Response({"enabled": selectors.management_enabled()})
 
     @extend_schema(tags=[TAG], operation_id="management_update", request=ManagementState,
                    responses={200: ManagementState, 400: BAD_REQUEST},
@@ -296,7 +224,8 @@ class ManagementView(AdminView):
     def put(self, request):
         body = ManagementState(data=request.data)
         body.is_valid(raise_exception=True)
-        return Response(services.management_set(enabled=body.validated_data["enabled"], user=request.user))
+        enabled = services.management_set(enabled=body.validated_data["enabled"], user=request.user)
+        return Response({"enabled": enabled})
 
 
 urlpatterns = [

@@ -13,10 +13,11 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from poolweb.api.parsers import PayloadTooLarge
+from reconcile.document import Issue
 
 
-def flatten(detail, path: str = "") -> list[dict]:
-    """DRF's nested error detail → a flat list of {path, code, message}."""
+def flatten(detail, path: str = "") -> list[Issue]:
+    """DRF's nested error detail → a flat list of issues."""
     if isinstance(detail, dict):
         found = []
         for field, inner in detail.items():
@@ -33,19 +34,24 @@ def flatten(detail, path: str = "") -> list[dict]:
     return [_issue(path, detail)]
 
 
-def _issue(path: str, item) -> dict:
-    return {"path": path, "code": getattr(item, "code", "invalid"), "message": str(item)}
+def _issue(path: str, item) -> Issue:
+    return Issue(path, getattr(item, "code", "invalid"), str(item))
 
 
-def bad_request(errors: list[dict]) -> Response:
-    return Response({"errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+def issue_data(issue: Issue) -> dict:
+    return {"path": issue.path, "code": issue.code, "message": issue.message}
+
+
+def bad_request(errors: list[Issue]) -> Response:
+    """400 ``{"errors": [{path, code, message}, …]}``, the shape of api.md §1."""
+    return Response({"errors": [issue_data(e) for e in errors]}, status=status.HTTP_400_BAD_REQUEST)
 
 
 def exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge(f"the request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
     if isinstance(exc, exceptions.ParseError):
-        return bad_request([{"path": "", "code": "malformed_json", "message": str(exc.detail)}])
+        return bad_request([Issue("", "malformed_json", str(exc.detail))])
     if isinstance(exc, exceptions.ValidationError):
         return bad_request(flatten(exc.detail))
     return drf_exception_handler(exc, context)
@@ -61,6 +67,13 @@ class IssueSchema(serializers.Serializer):
 
 
 class ErrorsSchema(serializers.Serializer):
+    errors = IssueSchema(many=True)
+
+
+class VerdictSchema(serializers.Serializer):
+    """Whether a draft could be provisioned, and why not."""
+
+    valid = serializers.BooleanField()
     errors = IssueSchema(many=True)
 
 

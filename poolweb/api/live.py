@@ -22,7 +22,8 @@ from rest_framework.views import APIView
 
 from poolweb.api.reads import CatchUpOnRead
 from poolweb.api.representations import LivePoolSerializer, PolicyStateSerializer, QuantitiesField
-from poolweb.selectors.live import NAME_PATTERN, live_pool_exists, policy_states, pool_queue, pool_states
+from poolweb.selectors.live import live_pool_exists, policy_states, pool_queue, pool_states
+from reconcile.document import NAME_PATTERN
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
@@ -56,7 +57,7 @@ class LiveErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
-POOL_NAME = OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH, pattern=NAME_PATTERN.pattern,
+POOL_NAME = OpenApiParameter("name", OpenApiTypes.STR, OpenApiParameter.PATH, pattern=f"^{NAME_PATTERN.pattern}$",
                              description="A pool of the live configuration.")
 
 

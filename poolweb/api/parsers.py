@@ -1,4 +1,4 @@
-"""Request parsing and pagination shared by every endpoint.
+"""Reading request bodies, for every endpoint.
 
 DRF imports these classes from its settings while ``rest_framework.views`` is still loading, so
 this module must not import that (nor poolweb.api.errors, which does)."""
@@ -9,7 +9,6 @@ import io
 
 from django.conf import settings
 from rest_framework import exceptions, status
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.parsers import JSONParser
 
 
@@ -36,7 +35,3 @@ class BoundedJSONParser(JSONParser):
             return super().parse(io.BytesIO(body), media_type, parser_context)
         except RecursionError:
             raise exceptions.ParseError("JSON parse error - the body nests too deeply") from None
-
-
-class Pagination(LimitOffsetPagination):
-    max_limit = 1000  # an unbounded limit would reach the database as an overflowing LIMIT

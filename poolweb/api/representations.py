@@ -1,25 +1,23 @@
-"""The objects of api.md §2 — a request, a pool's and a policy's live state — as the API answers
-them and the event stream sends them. Only serializers here: the event writers import this
-without pulling in DRF's views."""
+"""The objects of api.md §2 — a request, a pool's and a policy's live state — described for the
+OpenAPI schema. What the API and the event stream send is built by ``services.payloads``; each
+serializer here renders through it, and a test holds the two equal."""
 
 from __future__ import annotations
-
-from datetime import datetime, timezone
-from decimal import Decimal
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from poolweb.models import Request as RequestRow
-from reconcile import State, format_quantity
+from poolweb.services.payloads import policy_state_data, pool_state_data, quantities, quantity, request_data
+from reconcile import State
 
 
 @extend_schema_field({"type": "object", "additionalProperties": {"type": "number", "minimum": 0},
                       "description": "resource key → quantity, step_run: 1 included"})
 class ResourcesField(serializers.Field):
     def to_representation(self, milli: dict[str, int]) -> dict[str, int | float]:
-        return {key: _number(format_quantity(value)) for key, value in sorted(milli.items()) if value}
+        return quantities(milli)
 
 
 class RequestSerializer(serializers.ModelSerializer):
@@ -45,35 +43,6 @@ class RequestSerializer(serializers.ModelSerializer):
         return request_data(row)
 
 
-def request_data(row: RequestRow) -> dict:
-    """The request object, as RequestSerializer's fields would render it (a test holds them
-    equal), written out: DRF's generic walk costs about a millisecond a row, and one pass can
-    announce ten thousand requests."""
-    return {
-        "id": row.pk, "name": row.name, "policy": row.policy, "profile": row.profile,
-        "owner": row.owner.username, "resources": ResourcesField().to_representation(row.resources),
-        "preemptible": row.preemptible, "max_retries": row.max_retries, "attempt": row.attempt,
-        "state": row.state, "reason": row.reason, "message": row.message, "pool": row.pool,
-        "position": row.position if row.state == State.PENDING.value else None,
-        "preempted_by": row.preempted_by, "labels": {key: str(value) for key, value in row.labels.items()},
-        "submitted_at": _moment(row.submitted_at), "allocated_at": _moment(row.allocated_at),
-        "finished_at": _moment(row.finished_at), "lease_expires_at": _moment(row.lease_expires_at),
-        "lease_seconds": row.lease_seconds, "queue_pool": row.queue_pool,
-    }
-
-
-def _moment(value: datetime | None) -> str | None:
-    """As DRF writes a datetime with TIME_ZONE UTC: ISO 8601, ``Z`` for +00:00."""
-    if value is None:
-        return None
-    text = value.astimezone(timezone.utc).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
-
-
-def _number(value: int | Decimal) -> int | float:
-    return value if isinstance(value, int) else float(value)  # ≤ 3 decimals: the float prints exactly
-
-
 # --- live state ------------------------------------------------------------------------------------
 
 @extend_schema_field({"type": "object", "additionalProperties": {"type": "number", "minimum": 0}})
@@ -81,7 +50,7 @@ class QuantitiesField(serializers.Field):
     """key → milli-units, shown as key → number (2, 0.5, 0.143)."""
 
     def to_representation(self, value):
-        return {key: format_quantity(amount) for key, amount in value.items()}
+        return {key: quantity(amount) for key, amount in value.items()}
 
 
 @extend_schema_field(OpenApiTypes.NUMBER)
@@ -89,7 +58,7 @@ class QuantityField(serializers.Field):
     """Milli-units shown as a number; null stays null."""
 
     def to_representation(self, value):
-        return format_quantity(value)
+        return quantity(value)
 
 
 class LivePoolSerializer(serializers.Serializer):
@@ -97,12 +66,16 @@ class LivePoolSerializer(serializers.Serializer):
     description = serializers.CharField()
     capacity = QuantitiesField(help_text="What the pool meters, per key.")
     used = QuantitiesField(help_text="Sum of the live allocations on the pool, per key the pool meters.")
-    free = QuantitiesField(help_text="Per capacity key: capacity minus used, never below 0.")
+    free = QuantitiesField(help_text="Per capacity key: what a new request could take: capacity minus used "
+                                     "minus what is held beyond the victims' own holdings, never below 0.")
     overcommitted = QuantitiesField(
         help_text="Per key where used exceeds capacity (a provision shrank it, R-57): the excess.")
-    held = QuantitiesField(help_text="Demand held for preemptors whose victims are still on the pool (R-45).")
+    held = QuantitiesField(help_text="Demand of preemptors whose victims are leaving, promised to them (R-45).")
     pending = serializers.IntegerField(help_text="Pending requests queued on this pool.")
     running = serializers.IntegerField(help_text="Live (allocated or preempting) requests on this pool.")
+
+    def to_representation(self, state) -> dict:
+        return pool_state_data(state)
 
 
 class ScopeUsageSerializer(serializers.Serializer):
@@ -124,3 +97,6 @@ class PolicyStateSerializer(serializers.Serializer):
     pending = serializers.IntegerField()
     running = serializers.IntegerField()
     scopes = ScopeUsageSerializer(many=True)
+
+    def to_representation(self, state) -> dict:
+        return policy_state_data(state)

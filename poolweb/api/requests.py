@@ -1,7 +1,7 @@
 """Requests API (api.md §2 "Requests"): submit, list, detail, heartbeat, release, cancel.
 
 Views are thin: read the input, call one service or selector, return the request object. The
-submission body is judged by ``services.requests.read_submission`` (paths and codes of its own);
+submission body is read by ``api.submission.read_submission`` (paths and codes of its own);
 the serializers below describe the shapes for the OpenAPI schema, and ``RequestSerializer``
 writes the request object.
 
@@ -16,54 +16,60 @@ from __future__ import annotations
 import re
 
 from django.urls import path
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from poolweb.api.errors import DetailSchema, ErrorsSchema, bad_request
+from poolweb.api.fields import QuantityInput
 from poolweb.api.reads import CatchUpOnRead
-from poolweb.api.representations import RequestSerializer, request_data
+from poolweb.api.representations import RequestSerializer
+from poolweb.api.submission import (
+    LEASE_BOUNDS, MAX_LABEL_VALUE, MAX_NAME, SubmissionInvalid, idempotency_key_errors, read_submission,
+)
 from poolweb.models import Request as RequestRow
-from poolweb.selectors.requests import RequestFilters, request_get, request_list
+from poolweb.selectors.requests import (
+    RequestFilters, request_by_idempotency_key, request_get, request_history, request_list,
+)
+from poolweb.selectors.versions import live_config
 from poolweb.services import requests as services
+from poolweb.services.payloads import change_data, request_data
 from reconcile import State
+from reconcile.document import NAME_PATTERN
+from reconcile.lifecycle import LEASE_SECONDS_DEFAULT
+from reconcile.resource_settings import MEMORY_UNITS
 
 TAG = "requests"
-NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # policies, profiles, pools (matched whole)
+MAX_ATTEMPT = 32767  # Request.attempt is a small integer
 USERNAME_PATTERN = re.compile(r"[\w.@+-]{1,150}")  # Django's username validator
 NUMBER_PATTERN = re.compile(r"[0-9]{1,18}")
 
 
 # --- the submission body, for the schema ---------------------------------------------------------
 
-@extend_schema_field({"oneOf": [{"type": "number", "minimum": 0, "maximum": 1e12},
-                                {"type": "string", "pattern": r"^[0-9]+(\.[0-9]{1,3})?$"}]})
-class QuantityField(serializers.Field):
-    pass
-
-
 class ResourceSettingsSchema(serializers.Serializer):
-    gpu_count = QuantityField(required=False, help_text="gpu; 0 removes gpu")
-    cpu_count = QuantityField(required=False, help_text="mcpu = ceil(cpu_count × 1000)")
-    memory = serializers.RegexField(r"^[0-9]+(KB|MB|GB|TB|PB|KiB|MiB|GiB|TiB|PiB)$", required=False,
+    gpu_count = QuantityInput(required=False, help_text="gpu; 0 removes gpu")
+    cpu_count = QuantityInput(required=False, help_text="mcpu = ceil(cpu_count × 1000)")
+    memory = serializers.RegexField(rf"^[0-9]+({'|'.join(MEMORY_UNITS)})$", required=False,
                                     help_text="memory_mb = ceil(bytes / 10^6)")
-    pool_resources = serializers.DictField(child=QuantityField(), required=False,
+    pool_resources = serializers.DictField(child=QuantityInput(), required=False,
                                            help_text="other keys; the typed fields override the same keys")
 
 
 class SubmitSchema(serializers.Serializer):
     policy = serializers.CharField(help_text="a policy listed on the profile")
     profile = serializers.CharField()
-    resources = serializers.DictField(child=QuantityField(), required=False,
+    resources = serializers.DictField(child=QuantityInput(), required=False,
                                       help_text="dynamic profiles only; the allotment gives the other keys")
     resource_settings = ResourceSettingsSchema(required=False, help_text="dynamic profiles only, not with resources")
     preemptible = serializers.BooleanField(required=False, default=True)
     max_retries = serializers.IntegerField(required=False, default=0, min_value=0, max_value=services.MAX_RETRIES)
-    lease_seconds = serializers.IntegerField(required=False, default=300, min_value=10, max_value=86400)
-    name = serializers.CharField(required=False, allow_blank=True, max_length=services.MAX_NAME)
-    labels = serializers.DictField(child=serializers.CharField(max_length=services.MAX_LABEL_VALUE, allow_blank=True),
+    lease_seconds = serializers.IntegerField(required=False, default=LEASE_SECONDS_DEFAULT, min_value=LEASE_BOUNDS[0],
+                                             max_value=LEASE_BOUNDS[1])
+    name = serializers.CharField(required=False, allow_blank=True, max_length=MAX_NAME)
+    labels = serializers.DictField(child=serializers.CharField(max_length=MAX_LABEL_VALUE, allow_blank=True),
                                    required=False, help_text="at most 50; keys 1 to 63 characters")
 
 
@@ -130,12 +136,25 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
     def post(self, request):
         key = request.headers.get("Idempotency-Key")
         try:
-            row, created = services.request_submit(user=request.user, data=request.data, idempotency_key=key)
-        except services.RequestInputError as error:
+            row, created = self.submit(request, key)
+        except SubmissionInvalid as error:
             return bad_request(error.errors)
         headers = {"Location": f"{request.path.rstrip('/')}/{row.pk}"}
         return Response(request_data(row), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
                         headers=headers)
+
+
+    @staticmethod
+    def submit(request, key: str | None) -> tuple[RequestRow, bool]:
+        """A retried ``Idempotency-Key`` returns the first request before the body is even read."""
+        if key is not None:
+            if errors := idempotency_key_errors(key):
+                raise SubmissionInvalid(errors)
+            earlier = request_by_idempotency_key(user=request.user, key=key)
+            if earlier is not None:
+                return earlier, False
+        submission = read_submission(request.data, live_config())
+        return services.request_submit(user=request.user, submission=submission, idempotency_key=key)
 
 
 class RequestView(CatchUpOnRead, APIView):
@@ -148,14 +167,63 @@ class RequestView(CatchUpOnRead, APIView):
         return Response(request_data(row))
 
 
+class ChangeSchema(serializers.Serializer):
+    at = serializers.DateTimeField()
+    state = serializers.ChoiceField(choices=[s.value for s in State])
+    reason = serializers.CharField(help_text="the reason code of the change (spec §9)")
+    message = serializers.CharField()
+    attempt = serializers.IntegerField()
+    pool = serializers.CharField(allow_null=True, help_text="where it holds or held capacity; null while queued")
+
+
+class RequestHistoryView(APIView):
+    @extend_schema(tags=[TAG], operation_id="requests_history", parameters=[ID],
+                   responses={200: ChangeSchema(many=True), 404: NOT_FOUND},
+                   description="Every change of the request's state, oldest first.")
+    def get(self, request, id: int):
+        changes = request_history(user=request.user, request_id=id)
+        if changes is None:
+            raise exceptions.NotFound(f"there is no request {id}")
+        return Response([change_data(change) for change in changes])
+
+
+class AttemptBody(serializers.Serializer):
+    attempt = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ATTEMPT,
+                                       help_text="the attempt this call is about; another attempt is left alone")
+
+
+def read_attempt(data) -> dict:
+    """The optional body of heartbeat and release: ``{"attempt": n}`` or nothing."""
+    if not data:
+        return {}
+    if not isinstance(data, dict):
+        raise exceptions.ValidationError({"": ["the body is a JSON object such as {\"attempt\": 2}, or empty"]})
+    unknown = [field for field in data if field != "attempt"]
+    if unknown:
+        raise exceptions.ValidationError({str(unknown[0])[:64]: [exceptions.ErrorDetail(
+            "is not a field: the body has only attempt", code="unknown_field")]})
+    value = data.get("attempt")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ATTEMPT:
+        raise exceptions.ValidationError({"attempt": [exceptions.ErrorDetail(
+            f"attempt is an integer between 1 and {MAX_ATTEMPT}", code="invalid")]})
+    return {"attempt": value}
+
+
 class RequestActionView(APIView):
     """POST /requests/{id}/<action>: one service call on one request, the request object back."""
 
     service = staticmethod(services.request_heartbeat)
+    takes_attempt = True
 
     def act(self, request, id: int) -> Response:
+        if self.takes_attempt:
+            options = read_attempt(request.data)
+        elif request.data:
+            raise exceptions.ValidationError({"": ["this action takes no body"]})
+        else:
+            options = {}
         try:
-            row = self.service(user=request.user, request_id=id)
+            row = self.service(user=request.user, request_id=id, **options)
         except services.RequestNotFound as error:
             raise exceptions.NotFound(str(error)) from None
         except (services.RequestNotLive, services.RequestConflict) as error:
@@ -163,28 +231,34 @@ class RequestActionView(APIView):
         return Response(request_data(row))
 
 
-def _action_view(action: str, service, description: str):
+def _action_view(action: str, service, description: str, takes_attempt: bool = True):
     """A view class per action, so each has its own documented ``post``."""
 
-    @extend_schema(tags=[TAG], operation_id=f"requests_{action}", parameters=[ID], request=None,
-                   description=description, responses={200: RequestSerializer, 404: NOT_FOUND, 409: NOT_LIVE})
+    @extend_schema(tags=[TAG], operation_id=f"requests_{action}", parameters=[ID],
+                   request=AttemptBody if takes_attempt else None, description=description,
+                   responses={200: RequestSerializer, 400: BAD_REQUEST, 404: NOT_FOUND, 409: NOT_LIVE})
     def post(self, request, id: int) -> Response:
         return self.act(request, id)
 
-    view = type(f"Request{action.title()}View", (RequestActionView,), {"service": staticmethod(service), "post": post})
+    view = type(f"Request{action.title()}View", (RequestActionView,),
+                {"service": staticmethod(service), "post": post, "takes_attempt": takes_attempt})
     return view.as_view()
 
 
-HEARTBEAT = "Renew the lease (R-50); 409 unless live."
-RELEASE = "Done, or acknowledging preemption (R-51); idempotent."
+HEARTBEAT = ("Renew the lease (R-50); 409 unless live. With a body {\"attempt\": n}, 409 also when that "
+             "attempt is over (the request was evicted and queued again).")
+RELEASE = ("Done, or acknowledging preemption (R-51); idempotent. A queued request is left alone, and with "
+           "{\"attempt\": n} so is a request that moved on to a later attempt.")
 CANCEL = "Withdraw (R-51); idempotent."
 
 urlpatterns = [
     path("requests", RequestCollectionView.as_view(), name="request-list"),
     path("requests/<int:id>", RequestView.as_view(), name="request-detail"),
+    path("requests/<int:id>/history", RequestHistoryView.as_view(), name="request-history"),
     path("requests/<int:id>/heartbeat", _action_view("heartbeat", services.request_heartbeat, HEARTBEAT),
          name="request-heartbeat"),
     path("requests/<int:id>/release", _action_view("release", services.request_release, RELEASE),
          name="request-release"),
-    path("requests/<int:id>/cancel", _action_view("cancel", services.request_cancel, CANCEL), name="request-cancel"),
+    path("requests/<int:id>/cancel", _action_view("cancel", services.request_cancel, CANCEL, takes_attempt=False),
+         name="request-cancel"),
 ]

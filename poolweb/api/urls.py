@@ -6,4 +6,5 @@ urlpatterns = [
     path("", include("poolweb.api.config")),
     path("", include("poolweb.api.requests")),
     path("", include("poolweb.api.live")),
+    path("", include("poolweb.api.health")),
 ]

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.http.request import split_domain_port, validate_host
 
-from poolweb.api.auth import token_used
+from poolweb.services.tokens import token_authenticate
 
 
 def session_user(scope: dict) -> AbstractBaseUser | None:
@@ -42,5 +42,5 @@ def origin_allowed(headers: list[tuple[bytes, bytes]]) -> bool:
 
 def token_user(token: str) -> AbstractBaseUser | None:
     """The active user a bearer token belongs to, noting the use as the REST API does."""
-    found = token_used(token)
+    found = token_authenticate(token)
     return found.user if found else None

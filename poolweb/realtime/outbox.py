@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from django.db import connection
 from django.db.models import Q
 
+from poolweb import sql
 from poolweb.models import Event
 
 
@@ -50,21 +50,7 @@ def newest_seq() -> int:
     against. The newest kept row's; when none is kept (a new install, or every row deleted by
     hand), the table's sequence, so that rows written later never look like missed ones."""
     newest = Event.objects.order_by("-seq").values_list("seq", flat=True).first()
-    return newest if newest is not None else _sequence_high_water()
-
-
-def _sequence_high_water() -> int:
-    table = Event._meta.db_table
-    queries = {
-        "sqlite": ("SELECT seq FROM sqlite_sequence WHERE name = %s", [table]),
-        "postgresql": ("SELECT pg_sequence_last_value(pg_get_serial_sequence(%s, 'seq'))", [table]),
-    }
-    if connection.vendor not in queries:
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute(*queries[connection.vendor])
-        row = cursor.fetchone()
-    return (row[0] if row else None) or 0
+    return newest if newest is not None else sql.sequence_high_water()
 
 
 def events_after(seq: int, limit: int, viewer: Viewer | None = None) -> list[OutboxEvent]:

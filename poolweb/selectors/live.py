@@ -12,7 +12,6 @@ Like reconcile.report, a key counts on a pool only where it is metered there (§
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -20,12 +19,13 @@ from dataclasses import dataclass
 from django.db.models import Count, F, QuerySet
 
 from poolweb.models import Request as RequestRow
-from poolweb.services.state import SNAPSHOT_FIELDS, live_config, to_engine
+from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
+from poolweb.selectors.versions import live_config
 from reconcile import ALL_POOLS, State
+from reconcile.document import NAME_PATTERN
 from reconcile.quantity import unmetered_keys
 from reconcile.report import usage_report
 
-NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,62}$")
 LIVE_STATES = (State.ALLOCATED.value, State.PREEMPTING.value)
 PENDING = State.PENDING.value
 
@@ -38,9 +38,9 @@ class PoolState:
     description: str
     capacity: Amounts
     used: Amounts  # the live allocations on the pool, per key it meters
-    free: Amounts  # per capacity key: capacity − used, never below 0
+    free: Amounts  # per capacity key: what a new request could take, capacity − used − held, never below 0
     overcommitted: Amounts  # per key where used > capacity: used − capacity (R-57)
-    held: Amounts  # demand held for preemptors whose victims are on the pool (R-45)
+    held: Amounts  # the demand of preemptors whose victims are leaving, promised to them (R-45)
     pending: int  # pending requests queued on the pool (their ``queue_pool``)
     running: int  # live requests (allocated or preempting) on the pool
 
@@ -81,21 +81,40 @@ def pool_states(names: Collection[str] | None = None) -> list[PoolState]:
     if names is not None:
         live_rows, held_rows = live_rows.filter(pool__in=names), held_rows.filter(held_pool__in=names)
         pending_rows = pending_rows.filter(queue_pool__in=names)
-    live = list(live_rows.values_list("pool", "resources"))
+    live = list(live_rows.values_list("pool", "resources", "preempted_by"))
     pending = dict(pending_rows.order_by().values("queue_pool").annotate(n=Count("id")).values_list("queue_pool", "n"))
-    used, running = _sum_by_pool(live), Counter(pool for pool, _ in live)
-    held = _sum_by_pool(held_rows.values_list("held_pool", "resources"))
+    used = _sum_by_pool((pool, resources) for pool, resources, _ in live)
+    running = Counter(pool for pool, _, _ in live)
+    holders = list(held_rows.values_list("id", "held_pool", "resources"))
+    held = _sum_by_pool((pool, resources) for _, pool, resources in holders)
+    beyond = _sum_by_pool(_held_room(holders, live))
     return [_pool_state(pool.name, pool.description, dict(pool.capacity), used.get(pool.name, {}),
-                        held.get(pool.name, {}), pending.get(pool.name, 0), running[pool.name])
+                        held.get(pool.name, {}), beyond.get(pool.name, {}), pending.get(pool.name, 0),
+                        running[pool.name])
             for pool in config.pools if names is None or pool.name in names]
 
 
-def _pool_state(name: str, description: str, capacity: Amounts, used: Amounts, held: Amounts,
+def _held_room(holders: Iterable[tuple[int, str, Amounts]], live: list[tuple]) -> Iterable[tuple[str, Amounts]]:
+    """R-45, as the engine's ledger holds it: the room a preemptor takes from others, its demand
+    beyond what its victims still occupy on the pool (their capacity is in use already)."""
+    victims: defaultdict[tuple[int, str], Amounts] = defaultdict(dict)
+    for pool, resources, preempted_by in live:
+        if preempted_by is not None:
+            holding = victims[(preempted_by, pool)]
+            for key, amount in resources.items():
+                holding[key] = holding.get(key, 0) + amount
+    for request_id, pool, resources in holders:
+        occupied = victims.get((request_id, pool), {})
+        yield pool, {key: amount - occupied.get(key, 0) for key, amount in resources.items()
+                     if amount > occupied.get(key, 0)}
+
+
+def _pool_state(name: str, description: str, capacity: Amounts, used: Amounts, held: Amounts, beyond: Amounts,
                 pending: int, running: int) -> PoolState:
     unmetered = unmetered_keys(capacity)
     used = {key: amount for key, amount in used.items() if key not in unmetered}
     held = {key: amount for key, amount in held.items() if key not in unmetered}
-    free = {key: max(0, amount - used.get(key, 0)) for key, amount in capacity.items()}
+    free = {key: max(0, amount - used.get(key, 0) - beyond.get(key, 0)) for key, amount in capacity.items()}
     # A key a provision removed from the capacity still in use is over-committed too (R-57).
     over = {key: amount - capacity.get(key, 0) for key, amount in used.items() if amount > capacity.get(key, 0)}
     return PoolState(name, description, capacity, used, free, over, held, pending, running)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from poolweb.models import Request
+from poolweb.models import Request, RequestChange
 
 MAX_ID = 2**63 - 1  # larger ids cannot be in the table, and some databases refuse to compare them
 
@@ -51,6 +51,13 @@ def request_get(*, user, request_id: int) -> Request | None:
     if not 1 <= request_id <= MAX_ID:
         return None
     return requests_visible(user=user).filter(pk=request_id).first()
+
+
+def request_history(*, user, request_id: int) -> list[RequestChange] | None:
+    """The changes of a request ``user`` may see, oldest first; None as for ``request_get``."""
+    if request_get(user=user, request_id=request_id) is None:
+        return None
+    return list(RequestChange.objects.filter(request_id=request_id).order_by("id"))
 
 
 def request_by_idempotency_key(*, user, key: str) -> Request | None:

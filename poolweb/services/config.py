@@ -1,238 +1,55 @@
-"""The configuration: draft, validation, provision, versions and the management switch (the
-preview is services/preview.py; api.md §1–2, spec R-55…R-57).
+"""The configuration: draft, provision, versions and the management switch (api.md §1–2, spec
+R-55…R-57). What a document is judged by is services/validation.py; what provisioning would do,
+services/preview.py.
 
-A provision is one transaction: lock the SiteState row (so two provisions take numbers one
-after the other), refuse R-57 removals against the live requests as they are at that moment,
-write the numbered version with its document and relational rows, point SiteState at it. A
-reconcile pass is asked for once the transaction is done. Validation happens before anything
-is written, so a refused provision leaves no trace.
-
-The draft is one row kept apart from the live version. It is saved even when it is
-semantically invalid (S-12 step 1: an admin saves work in progress), but never when it is
-*malformed* — wrong types, unreadable quantities, unknown fields, oversized or non-JSON values —
-since such a body is not a configuration document at all and would be stored garbage.
+A provision is one transaction: lock the site row (so two provisions take numbers one after the
+other, and no pass runs meanwhile), refuse R-57 removals against the live requests as they are
+at that moment, write the numbered version with its document and relational rows, point the site
+at it. A reconcile pass is asked for once the transaction is done. Validation happens before
+anything is written, so a refused provision leaves no trace.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import Group
 from django.db import transaction
-from django.db.models import Count, Max, QuerySet
+from django.db.models import Max
 from django.utils import timezone
 
 from poolweb.models import (
     ConfigVersion, Connection, Draft, Policy as PolicyRow, Pool as PoolRow, Profile as ProfileRow, Queue,
-    Quota as QuotaRow, Request as RequestRow,
+    Quota as QuotaRow,
 )
-from poolweb.services.state import SNAPSHOT_FIELDS, live_version, site_state, to_engine
+from poolweb.selectors.versions import ConfigNotFound, draft_get, live_version, version_get
 from poolweb.services import events
+from poolweb.services.payloads import json_ready, moment
+from poolweb.services.site import site_locked
 from poolweb.services.triggers import reconcile_soon
-from reconcile import Config, State
-from reconcile.document import Issue, parse_document, to_document
-from reconcile.document_checks import json_type
-from reconcile.preview import Refusal, refused_removals
+from poolweb.services.validation import (
+    Validation, malformed_errors, refusal_errors, removal_refusals, text_errors, validate_document,
+    validate_for_provision,
+)
+from reconcile import Config
+from reconcile.document import Issue, to_document
 
 logger = logging.getLogger(__name__)
 
 MAX_COMMENT = 500  # ConfigVersion.comment
-MAX_DEPTH = 32  # the document itself nests 5 deep; anything far deeper is garbage
-MAX_NODES = 2_000_000  # bounds the walk of a YAML alias bomb; a full-size valid document stays below
-MAX_TEXT = 1000  # the longest text §1 allows (a description): anything longer is garbage, even in a name
-EMPTY_DOCUMENT = {"pools": [], "profiles": [], "policies": []}
-TOP_LEVEL = frozenset(EMPTY_DOCUMENT)
-# Errors that make a body "malformed" (refused even as a draft): the value is not of the shape
-# §1 describes. Everything else (names, references, semantics) is saved in a draft.
-MALFORMED = frozenset({"invalid_type", "invalid_quantity", "invalid_key", "too_long", "too_many", "unknown_field",
-                       "out_of_range", "too_many_errors", "invalid_character", "invalid_number", "too_deep",
-                       "too_large"})
-REFUSAL_PATHS = {"pool": "pools", "profile": "profiles", "policy": "policies"}  # R-57 errors point at the list
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 class ConfigInvalid(Exception):
-    """A document or provision refused; ``errors`` are ``{path, code, message}`` (api.md §1)."""
+    """A document or provision refused, with every finding (api.md §1)."""
 
-    def __init__(self, errors: list[dict]) -> None:
-        super().__init__(f"{len(errors)} error(s): " + "; ".join(f"{e['path']}: {e['code']}" for e in errors[:5]))
+    def __init__(self, errors: list[Issue]) -> None:
+        super().__init__(f"{len(errors)} error(s): " + "; ".join(f"{e.path}: {e.code}" for e in errors[:5]))
         self.errors = errors
 
 
-class ConfigNotFound(LookupError):
-    """No draft, or no version with that number."""
-
-
-# Reads.
-
-
-def config_live_document() -> dict:
-    """The provisioned document with its ``version``; version 0 and empty lists before any."""
-    version = live_version()
-    if version is None:
-        return {"version": 0, **EMPTY_DOCUMENT}
-    return {"version": version.number, **version.document}
-
-
-def version_list() -> QuerySet[ConfigVersion]:
-    return ConfigVersion.objects.select_related("author").order_by("-number")
-
-
-def version_document(*, number: int) -> dict:
-    version = _version(number)
-    return {"version": version.number, **version.document}
-
-
-def draft_get() -> dict:
-    draft = Draft.objects.filter(pk=1).first()
-    if draft is None:
-        raise ConfigNotFound("there is no draft")
-    return draft.document
-
-
-def management_get() -> dict:
-    return {"enabled": site_state().management_enabled}
-
-
-def _version(number: int) -> ConfigVersion:
-    # Out-of-range numbers would overflow the database integer instead of simply not matching.
-    version = ConfigVersion.objects.filter(number=number).first() if 0 < number < 2**31 else None
-    if version is None:
-        raise ConfigNotFound(f"there is no configuration version {number}")
-    return version
-
-
-# Validation.
-
-
-@dataclass
-class Validation:
-    config: Config | None  # None when there are errors
-    errors: list[dict] = field(default_factory=list)
-    warnings: list[dict] = field(default_factory=list)
-
-
-def validate_document(document: Any) -> Validation:
-    """Every error of ``document`` (engine and structure); warnings only when there is none."""
-    parsed = parse_document(document)
-    errors = _with_structure([_issue(i) for i in parsed.errors], document)
-    if errors or parsed.config is None:
-        return Validation(None, errors)
-    warnings = [_issue(i) for i in parsed.warnings] + _group_warnings(parsed.config)
-    return Validation(parsed.config, [], warnings)
-
-
-def malformed_errors(document: Any) -> list[dict]:
-    """The errors that refuse ``document`` even as a draft (see the module docstring)."""
-    errors = [_issue(i) for i in parse_document(document).errors
-              if i.code in MALFORMED or (i.code == "required" and i.path in TOP_LEVEL)]
-    return _with_structure(errors, document)  # every structure error is malformed
-
-
-def removal_refusals(config: Config) -> tuple[Refusal, ...]:
-    """R-57 against the requests live right now."""
-    rows = RequestRow.objects.filter(state__in=(State.ALLOCATED.value, State.PREEMPTING.value))
-    return refused_removals((to_engine(row) for row in rows.values_list(*SNAPSHOT_FIELDS)), config)
-
-
-def refusal_errors(refusals: Iterable[Refusal]) -> list[dict]:
-    return [{"path": REFUSAL_PATHS[r.kind], "code": "removal_refused",
-             "message": f"{r.message}: release or cancel them before removing it (R-57)"} for r in refusals]
-
-
-def draft_validate() -> dict:
-    checked = validate_document(draft_get())
-    errors = checked.errors + (refusal_errors(removal_refusals(checked.config)) if checked.config else [])
-    return {"valid": not errors, "errors": errors, "warnings": checked.warnings}
-
-
-def _issue(issue: Issue) -> dict:
-    return {"path": issue.path, "code": issue.code, "message": issue.message}
-
-
-def _with_structure(errors: list[dict], document: Any) -> list[dict]:
-    """``errors`` plus what the engine does not look at: values JSON or the database cannot hold."""
-    seen = {e["path"] for e in errors}
-    return errors + [e for e in structure_errors(document) if e["path"] not in seen]
-
-
-def structure_errors(document: Any) -> list[dict]:
-    """NUL characters and lone surrogates (PostgreSQL refuses them), text over ``MAX_TEXT``,
-    non-finite numbers, non-JSON values (YAML dates, sets), non-string keys, nesting deeper than
-    ``MAX_DEPTH``; the walk stops after ``MAX_NODES`` values or 100 findings."""
-    found: list[dict] = []
-    stack: list[tuple[Any, str, int]] = [(document, "", 0)]
-    visited = 0
-    while stack and len(found) < 100:
-        value, path, depth = stack.pop()
-        visited += 1
-        if visited > MAX_NODES:
-            found.append({"path": "", "code": "too_large", "message": f"the document has more than {MAX_NODES:,} values"})
-            break
-        if depth > MAX_DEPTH:
-            found.append({"path": path, "code": "too_deep", "message": f"values nest at most {MAX_DEPTH} deep"})
-        elif isinstance(value, str):
-            if len(value) > MAX_TEXT:
-                found.append({"path": path, "code": "too_long", "message": f"text is at most {MAX_TEXT} characters"})
-            elif not _storable(value):
-                found.append({"path": path, "code": "invalid_character",
-                              "message": "text must not contain NUL characters or unpaired surrogates"})
-        elif isinstance(value, dict):
-            for key, inner in reversed(value.items()):
-                if not isinstance(key, str) or len(key) > MAX_TEXT or not _storable(key):
-                    found.append({"path": path, "code": "invalid_key", "message": "object keys are plain strings"})
-                else:
-                    stack.append((inner, _child(path, key), depth + 1))
-        elif isinstance(value, list):
-            stack.extend((inner, f"{path}[{i}]", depth + 1) for i, inner in reversed(list(enumerate(value))))
-        elif isinstance(value, float) and not math.isfinite(value):
-            found.append({"path": path, "code": "invalid_number", "message": "numbers must be finite"})
-        elif not (value is None or isinstance(value, (bool, int, float))):
-            found.append({"path": path, "code": "invalid_type", "message": f"{json_type(value)} is not a JSON value"})
-    return found
-
-
-def _storable(text: str) -> bool:
-    if "\x00" in text:
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _child(path: str, key: str) -> str:
-    if not _PLAIN_KEY.fullmatch(key):
-        return path  # an odd key is not echoed into a path
-    return f"{path}.{key}" if path else key
-
-
-def _group_warnings(config: Config) -> list[dict]:
-    """api.md §1: a policy whose group does not exist or has no members (allowed: members can be
-    added later, and admins may always submit)."""
-    names = {p.group for p in config.policies if p.group}
-    members = dict(Group.objects.filter(name__in=names).annotate(n=Count("user")).values_list("name", "n"))
-    warnings = []
-    for i, policy in enumerate(config.policies):
-        path = f"policies[{i}].group"
-        if not policy.group:
-            warnings.append({"path": path, "code": "group_missing",
-                             "message": f"policy {policy.name} names no group: only admins may submit to its queues"})
-        elif policy.group not in members:
-            warnings.append({"path": path, "code": "group_missing",
-                             "message": f"group {policy.group!r} of policy {policy.name} does not exist: only admins "
-                                        "may submit to its queues until it is created"})
-        elif members[policy.group] == 0:
-            warnings.append({"path": path, "code": "group_empty",
-                             "message": f"group {policy.group!r} of policy {policy.name} has no members yet"})
-    return warnings
+def draft_validate() -> Validation:
+    """The draft judged as a provision would judge it now, R-57 included; changes nothing."""
+    return validate_for_provision(draft_get())
 
 
 # Writes.
@@ -281,15 +98,16 @@ def draft_delete() -> None:
 @transaction.atomic
 def version_restore(*, number: int, user) -> dict:
     """Copy version ``number`` into the draft (rollback = restore + provision)."""
-    version = _version(number)
+    version = version_get(number)
     Draft.objects.update_or_create(pk=1, defaults={"document": version.document, "based_on": version.number,
                                                    "updated_by": user, "updated_at": timezone.now()})
     return version.document
 
 
-def management_set(*, enabled: bool, user) -> dict:
+def management_set(*, enabled: bool, user) -> bool:
+    """Switch resource management on or off (R-30, R-58); the new state."""
     with transaction.atomic():
-        state = site_state(for_update=True)
+        state = site_locked()
         changed = state.management_enabled != enabled
         state.management_enabled = enabled
         state.save(update_fields=["management_enabled"])
@@ -297,17 +115,17 @@ def management_set(*, enabled: bool, user) -> dict:
             events.publish(events.MANAGEMENT_CHANGED, {"enabled": enabled, "by": getattr(user, "username", None)})
     logger.info("management %s by %s", "enabled" if enabled else "disabled", getattr(user, "username", None))
     _reconcile_after_change()
-    return {"enabled": enabled}
+    return enabled
 
 
 def _provision(*, document: Any, author, comment: str) -> ConfigVersion:
     # The document is judged before the transaction: on SQLite a transaction holds the write lock.
     checked = validate_document(_without_version(document))
-    errors = checked.errors + _comment_errors(comment)
+    errors = checked.errors + text_errors(comment, "comment", MAX_COMMENT)
     if errors or checked.config is None:
         raise ConfigInvalid(errors)
     with transaction.atomic():
-        state = site_state(for_update=True)
+        state = site_locked()
         # R-57 is checked under the lock, against the requests live at this moment.
         refusals = removal_refusals(checked.config)
         if refusals:
@@ -320,20 +138,8 @@ def _provision(*, document: Any, author, comment: str) -> ConfigVersion:
         state.save(update_fields=["live_version"])
         events.publish(events.CONFIG_PROVISIONED, {
             "version": number, "author": getattr(author, "username", None), "comment": comment,
-            "created_at": version.created_at.isoformat()})
+            "created_at": moment(version.created_at)})
     return version
-
-
-def _comment_errors(comment: Any) -> list[dict]:
-    if not isinstance(comment, str):
-        return [{"path": "comment", "code": "invalid_type", "message": f"comment is a string, not {json_type(comment)}"}]
-    if len(comment) > MAX_COMMENT:
-        return [{"path": "comment", "code": "too_long",
-                 "message": f"comment has {len(comment)} characters, at most {MAX_COMMENT} are allowed"}]
-    if not _storable(comment):
-        return [{"path": "comment", "code": "invalid_character",
-                 "message": "text must not contain NUL characters or unpaired surrogates"}]
-    return []
 
 
 def _write_rows(version: ConfigVersion, config: Config) -> None:
@@ -376,15 +182,3 @@ def _reconcile_after_change() -> None:
         reconcile_soon("config")
     except Exception:  # noqa: BLE001
         logger.exception("the reconcile pass after a configuration change failed")
-
-
-def json_ready(value: Any) -> Any:
-    """Decimals (from ``to_document``/``format_quantity``) as JSON numbers. A valid quantity has at
-    most 15 significant digits (≤ 10^12, three decimals), which a float holds exactly."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: json_ready(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [json_ready(v) for v in value]
-    return value

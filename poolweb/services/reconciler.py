@@ -4,7 +4,11 @@ transaction with conditional writes, publish its events and record it.
 Conditional: a request changes only from the state the plan saw. The rows a pass writes are
 locked and their state compared first; a request released or cancelled between load and apply is
 a conflict, counted and left for the next pass to re-plan. Dropping such a decision is safe:
-releases and cancellations only free capacity, so the rest of the plan still fits.
+releases and cancellations only free capacity, so the rest of the plan still fits. A preemption
+and its victims are one unit: when the preemptor's row conflicts (it was cancelled), its victims'
+decisions are dropped with it (R-40, R-41). One change is not safe to drop around: a heartbeat
+that renewed a lease the plan expires. Grants of the same plan may already use the room the
+expiry frees, so the whole plan is void; it is rolled back and made again from a fresh read.
 
 One pass at a time: the site row is locked (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the
 IMMEDIATE transaction holds the database's one write lock from its start), which also keeps
@@ -14,22 +18,26 @@ provisions (R-57) from changing the configuration under a pass.
 from __future__ import annotations
 
 import gc
+import logging
 import time
-from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from poolweb import sql
 from poolweb.models import PassRecord, Request as RequestRow
+from poolweb.selectors.snapshot import NO_WAIT, StoredWait, load_pass_input
 from poolweb.services import events
-from poolweb.services.state import CHUNK, WAITING_FIELDS, load_pass_input, site_state
-from reconcile import Decision, Plan, Request, Snapshot, State, plan
+from poolweb.services.changes import decision_columns, history_entry
+from poolweb.services.site import site_locked
+from reconcile import Plan, Request, Snapshot, State, plan
+
+log = logging.getLogger(__name__)
 
 COUNTED = ("grants", "preemptions", "evictions", "expiries", "rejections", "cancellations")
-NOTHING_STORED = (None,) * len(WAITING_FIELDS)  # the wait of a request that was live at the load
 
 
 @dataclass
@@ -48,21 +56,43 @@ class Writes:
 
     fields: dict[int, dict] = field(default_factory=dict)
     expected: dict[int, str] = field(default_factory=dict)  # the state the plan saw
+    leases: dict[int, datetime | None] = field(default_factory=dict)  # of the requests it expires, as seen
+    victims: dict[int, list[int]] = field(default_factory=dict)  # preemptor → the victims it takes
+    history: list[tuple] = field(default_factory=list)  # services.changes.history_entry of each decision
     announced: set[int] = field(default_factory=set)  # request.updated for these
     pools: set[str] = field(default_factory=set)
     policies: set[str] = field(default_factory=set)
     conflicts: int = 0
 
 
+class PlanVoid(Exception):
+    """A lease the plan expires was renewed meanwhile: the plan must be made again."""
+
+
+ATTEMPTS = 3  # a plan is void only when a heartbeat lands at its lease's very end
+
+
 def reconcile_pass(*, now: datetime | None = None, dry_run: bool = False, trigger: str = "") -> PassResult:
-    """Decide and apply one pass. With ``dry_run`` nothing is written."""
+    """Decide and apply one pass at ``now`` (default: the time once the pass lock is held). With
+    ``dry_run`` nothing is written."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return _pass(now, dry_run, trigger)
+        except PlanVoid:
+            if attempt == ATTEMPTS:
+                raise
+            log.info("a lease was renewed while pass %s/%s planned its expiry: planning again", attempt, ATTEMPTS)
+    raise AssertionError("unreachable")
+
+
+def _pass(now: datetime | None, dry_run: bool, trigger: str) -> PassResult:
     started = time.perf_counter()
-    now = now or timezone.now()
     with transaction.atomic(), _collector_paused():
-        site_state(for_update=True)
-        snapshot, stored = load_pass_input(now)
+        site_locked()
+        now = now or timezone.now()  # under the lock: a pass that waited behind another is not in the past
+        snapshot, _, waits = load_pass_input(now)
         decided = plan(snapshot)
-        writes = Writes() if dry_run else apply_plan(snapshot, stored, decided)
+        writes = Writes() if dry_run else apply_plan(snapshot, waits, decided)
         result = _result(snapshot, decided, writes, started)
         if writes.fields or writes.conflicts:
             _record(result, now, trigger)
@@ -82,122 +112,87 @@ def _collector_paused():
             gc.enable()
 
 
-def apply_plan(snapshot: Snapshot, stored: dict[int, tuple], decided: Plan) -> Writes:
+def apply_plan(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) -> Writes:
     """Write ``decided`` and its events; what was written comes back."""
-    writes = planned_writes(snapshot, stored, decided)
+    writes = planned_writes(snapshot, waits, decided)
     _drop_conflicts(writes)
-    _update_rows(writes.fields)
+    sql.update_requests(writes.fields)
+    sql.insert_changes([entry for entry in writes.history if entry[0] in writes.fields])
     events.publish_requests(writes.announced & writes.fields.keys())
     events.publish_live(writes.pools, writes.policies)
     return writes
 
 
-def _update_rows(fields_by_id: dict[int, dict]) -> None:
-    """One UPDATE statement per set of changed columns, run for all its rows (``executemany``).
-    Django's ``bulk_update`` builds a CASE per column per row: about 1.5 ms a row, and a pass
-    over fresh submissions writes ten thousand."""
-    by_names: dict[tuple[str, ...], list[tuple[int, dict]]] = defaultdict(list)
-    for request_id, fields in fields_by_id.items():
-        by_names[tuple(sorted(fields))].append((request_id, fields))
-    quote = connection.ops.quote_name
-    meta = RequestRow._meta
-    prepared: dict[tuple[str, object], object] = {}  # a pass writes one `now` to thousands of rows
-
-    def prepare(column, value):
-        # Text, numbers and NULL go to every driver as they are; datetimes need the backend's form.
-        if value is None or isinstance(value, (str, int)):
-            return value
-        if (column.name, value) not in prepared:
-            prepared[(column.name, value)] = column.get_db_prep_save(value, connection)
-        return prepared[(column.name, value)]
-
-    with connection.cursor() as cursor:
-        for names, rows in by_names.items():
-            columns = [meta.get_field(name) for name in names]
-            values = [[prepare(column, fields[column.name]) for column in columns] + [request_id]
-                      for request_id, fields in rows]
-            if connection.vendor == "postgresql":
-                _update_from_values(cursor, columns, values)
-            else:
-                assignments = ", ".join(f"{quote(column.column)} = %s" for column in columns)
-                cursor.executemany(
-                    f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s", values)
-
-
-def _update_from_values(cursor, columns: list, values: list[list]) -> None:
-    """PostgreSQL: ``UPDATE … FROM (VALUES …)``, a thousand rows a statement. Its ``executemany``
-    still pays a round of parse, bind and execute per row, which SQLite (in process) does not."""
-    meta, quote = RequestRow._meta, connection.ops.quote_name
-    names = [quote(column.column) for column in columns] + [quote(meta.pk.column)]
-    row = "(" + ", ".join(f"%s::{column.db_type(connection)}" for column in [*columns, meta.pk]) + ")"
-    assignments = ", ".join(f"{name} = v.{name}" for name in names[:-1])
-    for start in range(0, len(values), 1000):
-        part = values[start:start + 1000]
-        cursor.execute(f"UPDATE {quote(meta.db_table)} AS t SET {assignments} "
-                       f"FROM (VALUES {', '.join([row] * len(part))}) AS v({', '.join(names)}) "
-                       f"WHERE t.{names[-1]} = v.{names[-1]}", [value for one in part for value in one])
-
-
-def planned_writes(snapshot: Snapshot, stored: dict[int, tuple], decided: Plan) -> Writes:
-    requests = {r.id: r for r in snapshot.requests}
+def planned_writes(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) -> Writes:
     writes = Writes()
-    for decision in decided.decisions():
-        request = requests[decision.request_id]
-        # A request evicted and granted again in one pass has two decisions: the row must be in
-        # the first one's state, and their fields apply in order.
-        writes.expected.setdefault(decision.request_id, decision.from_state.value)
-        fields = writes.fields.setdefault(decision.request_id, {})
-        fields.update(_decision_fields(decision, decided.now, request))
-        writes.announced.add(decision.request_id)
-        writes.pools.update(p for p in (decision.pool, request.pool, stored.get(request.id, NOTHING_STORED)[3]) if p)
-        writes.policies.add(request.policy)
-    for request_id, waiting in decided.waiting.items():
-        # A request re-queued by this very pass (R-46) was stored live: nothing of its wait is.
-        before = stored.get(request_id, NOTHING_STORED)
-        after = (waiting.reason.value, waiting.message, waiting.position, waiting.pool)
-        if before == after:
-            continue
-        writes.expected.setdefault(request_id, State.PENDING.value)
-        writes.fields.setdefault(request_id, {}).update(zip(WAITING_FIELDS, after))
-        if before[:2] != after[:2]:  # a new position alone is not news: every grant shifts thousands
-            writes.announced.add(request_id)
-        if before[3] != after[3]:
-            writes.pools.update(p for p in (before[3], after[3]) if p)
-            writes.policies.add(requests[request_id].policy)
+    _write_decisions(writes, {r.id: r for r in snapshot.requests}, waits, decided)
+    _write_waits(writes, snapshot, waits, decided)
     return writes
 
 
+def _write_decisions(writes: Writes, requests: dict[int, Request], waits: dict[int, StoredWait],
+                     decided: Plan) -> None:
+    for decision in decided.decisions():
+        before = requests[decision.request_id]
+        # A request evicted and granted again in one pass has two decisions: the row must be in
+        # the first one's state, and they apply in order.
+        writes.expected.setdefault(before.id, decision.from_state.value)
+        if decision.state is State.EXPIRED:
+            writes.leases[before.id] = before.lease_expires_at
+        elif decision.state is State.PREEMPTING:
+            writes.victims.setdefault(decision.preempted_by, []).append(before.id)
+        requests[before.id], columns = decision_columns(before, decision, decided.now)
+        writes.fields.setdefault(before.id, {}).update(columns)
+        if entry := history_entry(requests[before.id], decision, decided.now):
+            writes.history.append(entry)
+        writes.announced.add(before.id)
+        writes.pools.update(p for p in (decision.pool, before.pool, waits.get(before.id, NO_WAIT).queue_pool) if p)
+        writes.policies.add(before.policy)
+
+
+def _write_waits(writes: Writes, snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) -> None:
+    policy_of = None
+    for request_id, waiting in decided.waiting.items():
+        # A request re-queued by this very pass (R-46) was stored live: nothing of its wait is.
+        before = waits.get(request_id, NO_WAIT)
+        after = StoredWait(waiting.reason.value, waiting.message, waiting.position, waiting.pool)
+        if before == after:
+            continue
+        writes.expected.setdefault(request_id, State.PENDING.value)
+        writes.fields.setdefault(request_id, {}).update(after._asdict())
+        if (before.reason, before.message) != (after.reason, after.message):
+            writes.announced.add(request_id)  # a new position alone is not news: every grant shifts thousands
+        if before.queue_pool != after.queue_pool:
+            writes.pools.update(p for p in (before.queue_pool, after.queue_pool) if p)
+            policy_of = policy_of or {r.id: r.policy for r in snapshot.requests}
+            writes.policies.add(policy_of[request_id])
+
+
 def _drop_conflicts(writes: Writes) -> None:
-    """Lock the rows to write; drop those no longer in the state the plan saw."""
+    """Lock the rows to write; drop those no longer in the state the plan saw, and with a
+    preemptor its victims; ``PlanVoid`` when a lease the plan expires was renewed."""
     ids = list(writes.fields)
-    for start in range(0, len(ids), CHUNK):
-        chunk = ids[start:start + CHUNK]
-        current = dict(RequestRow.objects.select_for_update().filter(pk__in=chunk).values_list("id", "state"))
+    for start in range(0, len(ids), sql.CHUNK):
+        chunk = ids[start:start + sql.CHUNK]
+        current = {request_id: (state, lease) for request_id, state, lease in
+                   RequestRow.objects.select_for_update().filter(pk__in=chunk)
+                   .values_list("id", "state", "lease_expires_at")}
         for request_id in chunk:
-            if current.get(request_id) != writes.expected[request_id]:
-                del writes.fields[request_id]
-                writes.conflicts += 1
+            state, lease = current.get(request_id, (None, None))
+            if state != writes.expected[request_id]:
+                _drop(writes, request_id)
+            elif request_id in writes.leases and lease != writes.leases[request_id]:
+                raise PlanVoid(f"the lease of request {request_id} was renewed")
     now = timezone.now()
     for fields in writes.fields.values():
         fields["updated_at"] = now  # a plain UPDATE skips auto_now
 
 
-def _decision_fields(decision: Decision, now: datetime, request: Request) -> dict:
-    fields = {"state": decision.state.value, "reason": decision.reason.value, "message": decision.message}
-    if decision.state == State.ALLOCATED:
-        fields.update(pool=decision.pool, allocated_at=now,
-                      lease_expires_at=now + timedelta(seconds=request.lease_seconds),
-                      held_pool=None, position=None, queue_pool=None)
-    elif decision.state == State.PREEMPTING:
-        fields.update(preempted_by=decision.preempted_by, preempted_at=now)
-    elif decision.state == State.PENDING and decision.from_state == State.PENDING:  # R-45: a hold
-        fields.update(held_pool=decision.pool)
-    elif decision.state == State.PENDING:  # an eviction with retries left (R-46)
-        fields.update(attempt=request.attempt + 1, pool=None, allocated_at=None, lease_expires_at=None,
-                      preempted_at=None, preempted_by=None, held_pool=None)
-    if decision.state.terminal:
-        fields.update(finished_at=now, position=None, queue_pool=None, held_pool=None)
-    return fields
+def _drop(writes: Writes, request_id: int) -> None:
+    if writes.fields.pop(request_id, None) is not None:
+        writes.conflicts += 1
+    for victim in writes.victims.pop(request_id, ()):  # no preemption for a request that left (R-40)
+        _drop(writes, victim)
 
 
 def _result(snapshot: Snapshot, decided: Plan, writes: Writes, started: float) -> PassResult:

@@ -26,9 +26,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Min, Q
 from django.utils import timezone
-from django_q.models import Schedule
+from django_q.models import Failure, Schedule
 from django_q.tasks import async_task
 
+from poolweb import sql
 from poolweb.models import PassRecord, PassWanted, Request as RequestRow
 from poolweb.services import events
 from poolweb.services.reconciler import PassResult, reconcile_pass
@@ -49,12 +50,17 @@ def reconcile_soon(trigger: str = "change") -> None:
 
 
 def run_wanted_pass(trigger: str = "change") -> PassResult:
-    """The queued task: lower the flag, then pass; then arm the next deadline."""
+    """The queued task: lower the flag, then pass; then arm the next deadline. Inline, with no
+    periodic pass to do it, each pass also forgets what is no longer kept (two indexed reads when
+    there is nothing to forget)."""
     PassWanted.objects.filter(pk=1, wanted=True).update(wanted=False)
-    result = reconcile_pass(trigger=trigger)
-    if settings.POOLWEB["PASSES"] == "worker":
-        _arm_deadline()
-    return result
+    try:
+        return reconcile_pass(trigger=trigger)
+    finally:
+        if settings.POOLWEB["PASSES"] == "worker":
+            _arm_deadline()
+        else:
+            forget_old()
 
 
 def reconcile_if_overdue() -> None:
@@ -78,36 +84,59 @@ def _arm_deadline() -> None:
     if deadline is None:
         Schedule.objects.filter(name=DEADLINE).delete()
         return
-    armed = Schedule.objects.filter(name=DEADLINE, repeats=1).values_list("next_run", flat=True).first()
-    if armed != deadline:
-        Schedule.objects.update_or_create(name=DEADLINE, defaults={
-            "func": TASK, "args": "'deadline'", "schedule_type": Schedule.ONCE, "next_run": deadline, "repeats": 1})
+    armed = Schedule.objects.filter(name=DEADLINE, repeats=1).values_list("next_run", flat=True)
+    if list(armed) != [deadline]:
+        _schedule(DEADLINE, func=TASK, args="'deadline'", schedule_type=Schedule.ONCE, next_run=deadline, repeats=1)
+
+
+def _schedule(name: str, **fields) -> None:
+    """Exactly one schedule named ``name``, with ``fields``. ``Schedule.name`` is not unique, so two
+    workers arming at once would insert two rows (and every later ``update_or_create`` would fail on
+    them): writers take one lock, and any duplicate an older version left is removed."""
+    with transaction.atomic():
+        sql.lock(sql.SCHEDULES_LOCK)
+        kept = Schedule.objects.filter(name=name).order_by("id").values_list("id", flat=True).first()
+        if kept is None:
+            Schedule.objects.create(name=name, **fields)
+            return
+        Schedule.objects.filter(name=name).exclude(pk=kept).delete()
+        Schedule.objects.filter(pk=kept).update(**fields)
 
 
 def run_periodic_pass() -> PassResult:
-    """Every minute: lease expiry, eviction grace, anything a lost task missed; and forgetting
-    old events and pass records."""
-    result = run_wanted_pass("periodic")
+    """Every minute: lease expiry, eviction grace, anything a lost task missed; and forgetting what
+    is no longer kept — also when the pass fails, or nothing would ever be forgotten again."""
+    try:
+        return run_wanted_pass("periodic")
+    finally:
+        forget_old()
+
+
+def forget_old() -> None:
+    """Events beyond those kept for resuming clients, pass records and django-q2's failed tasks
+    after a week, finished requests after ``POOLWEB_REQUESTS_KEPT_DAYS``."""
     now = timezone.now()
-    keep = settings.POOLWEB["EVENTS_KEPT"]
     with transaction.atomic():
-        events.prune(older_than=now - timedelta(hours=1), keep=keep)
+        events.prune(older_than=now - timedelta(hours=1), keep=settings.POOLWEB["EVENTS_KEPT"])
         PassRecord.objects.filter(started_at__lt=now - timedelta(days=7)).delete()
-    return result
+        Failure.objects.filter(stopped__lt=now - timedelta(days=7)).delete()
+        finished = now - timedelta(days=settings.POOLWEB["REQUESTS_KEPT_DAYS"])
+        RequestRow.objects.filter(finished_at__lt=finished).delete()
 
 
 def start_passes() -> None:
     """When the service starts (``serve``): schedule the periodic pass (idempotent), and queue a
     first pass, lowering a flag a killed worker may have left up."""
-    Schedule.objects.update_or_create(
-        name="reconcile", defaults={"func": PERIODIC_TASK, "schedule_type": Schedule.MINUTES, "minutes": 1,
-                                    "repeats": -1})
+    _schedule("reconcile", func=PERIODIC_TASK, schedule_type=Schedule.MINUTES, minutes=1, repeats=-1)
     PassWanted.objects.filter(pk=1).update(wanted=False)
     reconcile_soon("start")
 
 
 def _raise_flag() -> bool:
-    """True if this call raised it (and must queue the task)."""
+    """True if this call raised it (and must queue the task). Reads first: while the flag is up,
+    as it is for every read that finds a deadline passed until the pass runs, nothing is written."""
+    if PassWanted.objects.filter(pk=1, wanted=True).exists():
+        return False
     if PassWanted.objects.filter(pk=1, wanted=False).update(wanted=True):
         return True
     try:

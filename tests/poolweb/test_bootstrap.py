@@ -20,10 +20,10 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
 
-from poolweb.demo import DEMO_COMMENT, DEMO_GROUPS, demo_document
+from poolweb.services.demo import DEMO_COMMENT, DEMO_GROUPS, demo_document
 from poolweb.management.commands import serve
 from poolweb.models import ConfigVersion, Policy, Pool, Profile, SiteState
-from poolweb.services import config as config_services
+from poolweb.services import config as config_services, validation
 from reconcile.document import parse_document
 from tests.poolweb.conftest import document
 
@@ -151,9 +151,9 @@ def test_the_demo_document_is_valid_and_draws_no_warning():
 @pytest.mark.django_db
 def test_the_service_only_warns_that_the_demo_groups_have_no_members_yet():
     bootstrap()
-    checked = config_services.validate_document(demo_document())
+    checked = validation.validate_document(demo_document())
     assert checked.errors == []
-    assert sorted((w["path"], w["code"]) for w in checked.warnings) == \
+    assert sorted((w.path, w.code) for w in checked.warnings) == \
         [("policies[0].group", "group_empty"), ("policies[1].group", "group_empty")]
 
 

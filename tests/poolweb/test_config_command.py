@@ -11,6 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from poolweb.models import ConfigVersion, Draft
+from poolweb.selectors import versions
 from poolweb.services import config as services
 from tests.poolweb.conftest import document
 
@@ -66,7 +67,7 @@ def test_import_without_provision_saves_the_draft(provisioned, tmp_path):
     file.write_text(yaml.safe_dump(document(pools=document()["pools"][::-1])))
     out, _ = run("import", str(file))
     assert "saved" in out and "valid" in out
-    assert services.draft_get()["pools"][0]["name"] == "a100"
+    assert versions.draft_get()["pools"][0]["name"] == "a100"
     assert ConfigVersion.objects.count() == 1
 
 
@@ -78,7 +79,7 @@ def test_an_invalid_but_well_formed_file_is_saved_as_draft_with_its_errors_shown
     out, err = run("import", str(file))
     assert "refused until its 1 error(s) are fixed" in out
     assert err.startswith("profiles[0].connections: no_connection: ")
-    assert services.draft_get() == doc
+    assert versions.draft_get() == doc
 
 
 def test_provisioning_an_invalid_file_prints_each_error_and_fails(provisioned, tmp_path):

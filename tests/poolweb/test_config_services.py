@@ -11,7 +11,10 @@ from django.contrib.auth.models import Group
 from poolweb.models import (
     ConfigVersion, Connection, Draft, Policy, Pool, Profile, Queue, Quota, SiteState,
 )
-from poolweb.services import config as services
+from poolweb.selectors import versions
+from poolweb.selectors.versions import management_enabled
+from poolweb.services import config as services, validation
+from reconcile.document import Issue
 from tests.poolweb.conftest import request_row, document
 
 pytestmark = pytest.mark.django_db
@@ -72,14 +75,14 @@ class TestProvision:
         bad = document(pools=[{"name": "H100", "capacity": {"gpu": -1}}])
         with pytest.raises(services.ConfigInvalid) as refused:
             services.config_provision_document(document=bad, author=None)
-        paths = {(e["path"], e["code"]) for e in refused.value.errors}
+        paths = {(e.path, e.code) for e in refused.value.errors}
         assert {("pools[0].name", "invalid_name"), ("pools[0].capacity.gpu", "invalid_quantity")} <= paths
         assert rows() == before and SiteState.objects.get(pk=1).live_version == provisioned
 
     def test_a_comment_longer_than_500_characters_is_refused(self, db):
         with pytest.raises(services.ConfigInvalid) as refused:
             services.config_provision_document(document=document(), author=None, comment="x" * 501)
-        assert [(e["path"], e["code"]) for e in refused.value.errors] == [("comment", "too_long")]
+        assert [(e.path, e.code) for e in refused.value.errors] == [("comment", "too_long")]
         assert not ConfigVersion.objects.exists()
 
     def test_text_the_database_cannot_hold_is_refused(self, db):
@@ -88,16 +91,16 @@ class TestProvision:
         doc["policies"][0]["description"] = "lone \ud800 surrogate"
         with pytest.raises(services.ConfigInvalid) as refused:
             services.config_provision_document(document=doc, author=None)
-        assert [(e["path"], e["code"]) for e in refused.value.errors] == [
+        assert [(e.path, e.code) for e in refused.value.errors] == [
             ("pools[0].description", "invalid_character"), ("policies[0].description", "invalid_character")]
 
     def test_removing_a_profile_that_holds_a_live_allocation_is_refused_naming_it(self, provisioned, bob):
         running = request_row(bob, "dev", "job", 1, state="allocated", pool="h100")
         with pytest.raises(services.ConfigInvalid) as refused:
             services.config_provision_document(document=without(document(), "profiles", "job"), author=None)
-        assert refused.value.errors == [{"path": "profiles", "code": "removal_refused", "message":
-                                         f"profile job still holds live request(s) {running.id}: release or cancel "
-                                         "them before removing it (R-57)"}]
+        assert refused.value.errors == [Issue("profiles", "removal_refused",
+                                              f"profile job still holds live request(s) {running.id}: release or "
+                                              "cancel them before removing it (R-57)")]
         assert ConfigVersion.objects.count() == 1
 
     def test_removing_a_pool_and_a_policy_names_both(self, provisioned, bob):
@@ -105,9 +108,9 @@ class TestProvision:
         doc = without(without(document(), "pools", "a100"), "policies", "research")
         with pytest.raises(services.ConfigInvalid) as refused:
             services.config_provision_document(document=doc, author=None)
-        assert [(e["path"], e["code"]) for e in refused.value.errors] == [
+        assert [(e.path, e.code) for e in refused.value.errors] == [
             ("pools", "removal_refused"), ("profiles", "removal_refused"), ("policies", "removal_refused")]
-        assert all(str(running.id) in e["message"] for e in refused.value.errors)
+        assert all(str(running.id) in e.message for e in refused.value.errors)
 
     def test_finished_requests_do_not_block_a_removal(self, provisioned, bob):
         request_row(bob, "dev", "job", 1, state="released", pool="h100")
@@ -140,7 +143,7 @@ class TestDraft:
         doc = document()
         doc["profiles"][0]["connections"] = []
         assert services.draft_save(document=doc, user=alice) == doc
-        assert services.draft_get() == doc and Draft.objects.get().updated_by == alice
+        assert versions.draft_get() == doc and Draft.objects.get().updated_by == alice
 
     def test_the_version_field_is_dropped_from_a_draft(self, provisioned, alice):
         saved = services.draft_save(document={"version": 7, **document()}, user=alice)
@@ -161,12 +164,12 @@ class TestDraft:
         services.draft_save(document=document(), user=alice)
         with pytest.raises(services.ConfigInvalid) as refused:
             services.draft_save(document=doc, user=alice)
-        assert (path, code) in {(e["path"], e["code"]) for e in refused.value.errors}
-        assert services.draft_get() == document()
+        assert (path, code) in {(e.path, e.code) for e in refused.value.errors}
+        assert versions.draft_get() == document()
 
     def test_there_is_no_draft_until_one_is_saved_and_delete_is_idempotent(self, alice):
-        with pytest.raises(services.ConfigNotFound):
-            services.draft_get()
+        with pytest.raises(versions.ConfigNotFound):
+            versions.draft_get()
         services.draft_save(document=document(), user=alice)
         services.draft_delete()
         services.draft_delete()
@@ -178,13 +181,13 @@ class TestDraft:
         services.draft_save(document=bad, user=alice)
         with pytest.raises(services.ConfigInvalid):
             services.draft_provision(user=alice)
-        assert services.draft_get() == bad
+        assert versions.draft_get() == bad
         services.draft_save(document=document(), user=alice)
         assert services.draft_provision(user=alice, comment="go").comment == "go"
         assert not Draft.objects.exists()
 
     def test_provisioning_without_a_draft_is_not_found(self, db):
-        with pytest.raises(services.ConfigNotFound):
+        with pytest.raises(versions.ConfigNotFound):
             services.draft_provision(user=None)
 
 
@@ -196,8 +199,8 @@ class TestValidate:
         doc["profiles"][0]["policies"].append("ops")
         services.draft_save(document=doc, user=alice)
         result = services.draft_validate()
-        assert (result["valid"], result["errors"]) == (True, [])
-        assert [(w["path"], w["code"]) for w in result["warnings"]] == [
+        assert (result.valid, result.errors) == (True, [])
+        assert [(w.path, w.code) for w in result.warnings] == [
             ("policies[1].group", "group_empty"), ("policies[2].group", "group_missing")]
 
     def test_a_policy_without_group_is_warned_about(self, alice):
@@ -205,20 +208,20 @@ class TestValidate:
         del doc["policies"][1]["group"]
         services.draft_save(document=doc, user=alice)
         assert ("policies[1].group", "group_missing") in {
-            (w["path"], w["code"]) for w in services.draft_validate()["warnings"]}
+            (w.path, w.code) for w in services.draft_validate().warnings}
 
     def test_engine_warnings_are_kept(self, alice):
         doc = document()
         doc["policies"].append({"name": "idle", "group": "dev"})
         services.draft_save(document=doc, user=alice)
-        assert ("policies[2]", "unused_policy") in {(w["path"], w["code"]) for w in services.draft_validate()["warnings"]}
+        assert ("policies[2]", "unused_policy") in {(w.path, w.code) for w in services.draft_validate().warnings}
 
     def test_removal_refusals_are_errors(self, provisioned, alice, bob):
         request_row(bob, "dev", "job", 1, state="allocated", pool="h100")
         services.draft_save(document=without(document(), "profiles", "job"), user=alice)
         result = services.draft_validate()
-        assert result["valid"] is False
-        assert [(e["path"], e["code"]) for e in result["errors"]] == [("profiles", "removal_refused")]
+        assert result.valid is False
+        assert [(e.path, e.code) for e in result.errors] == [("profiles", "removal_refused")]
 
 
 class TestStructure:
@@ -230,20 +233,20 @@ class TestStructure:
         ({"key\x00": 1}, "invalid_key"),
     ])
     def test_values_json_or_the_database_cannot_hold_are_found(self, value, code):
-        assert [e["code"] for e in services.structure_errors(value)] == [code]
+        assert [e.code for e in validation.structure_errors(value)] == [code]
 
     def test_deep_nesting_is_found_once(self):
         deep: list = []
         for _ in range(100):
             deep = [deep]
-        assert [e["code"] for e in services.structure_errors({"x": deep})] == ["too_deep"]
+        assert [e.code for e in validation.structure_errors({"x": deep})] == ["too_deep"]
 
     def test_an_alias_bomb_stops_the_walk(self, monkeypatch):
-        monkeypatch.setattr(services, "MAX_NODES", 1000)
+        monkeypatch.setattr(validation, "MAX_NODES", 1000)
         shared = list(range(10))
         for _ in range(6):
             shared = [shared] * 10  # a million leaves, shared like YAML aliases
-        assert [e["code"] for e in services.structure_errors(shared)] == ["too_large"]
+        assert [e.code for e in validation.structure_errors(shared)] == ["too_large"]
 
 
 class TestVersions:
@@ -252,25 +255,25 @@ class TestVersions:
         draft = services.version_restore(number=1, user=alice)
         assert draft == provisioned.document and Draft.objects.get().based_on == 1
         assert services.draft_provision(user=alice).number == 3
-        assert services.config_live_document() == {"version": 3, **provisioned.document}
+        assert versions.config_live_document() == {"version": 3, **provisioned.document}
 
     @pytest.mark.parametrize("number", [0, 2, 2**31, 10**30])
     def test_an_unknown_version_is_not_found(self, provisioned, number):
-        with pytest.raises(services.ConfigNotFound):
+        with pytest.raises(versions.ConfigNotFound):
             services.version_restore(number=number, user=None)
-        with pytest.raises(services.ConfigNotFound):
-            services.version_document(number=number)
+        with pytest.raises(versions.ConfigNotFound):
+            versions.version_document(number)
 
     def test_the_list_is_newest_first(self, provisioned):
         services.config_provision_document(document=document(), author=None)
-        assert [v.number for v in services.version_list()] == [2, 1]
+        assert [v.number for v in versions.version_list()] == [2, 1]
 
 
 class TestManagement:
     def test_it_is_enabled_on_a_new_install_and_switches(self, db):
-        assert services.management_get() == {"enabled": True}
-        assert services.management_set(enabled=False, user=None) == {"enabled": False}
-        assert services.management_get() == {"enabled": False}
+        assert management_enabled() is True
+        assert services.management_set(enabled=False, user=None) is False
+        assert management_enabled() is False
 
     def test_switching_on_runs_a_pass(self, provisioned, bob):
         services.management_set(enabled=False, user=None)

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from websockets.sync.client import ClientConnection, connect
 
-from poolweb.api.auth import token_create
+from poolweb.services.tokens import token_issue
 from poolweb.ports import free_port, wait_until_listening
 from poolweb.realtime.outbox import newest_seq
 from poolweb.services.events import POOL_UPDATED, REQUEST_UPDATED, publish
@@ -63,7 +63,7 @@ def next_message(client: ClientConnection) -> dict:
 
 
 def test_an_event_committed_in_another_process_reaches_a_client_of_the_server(server_url, bob, carol):
-    token = token_create(user=bob)
+    token = token_issue(user=bob)
     with connect(server_url, open_timeout=RECEIVE_TIMEOUT) as client:
         # Resuming from the newest seq makes the start independent of when the token is checked.
         client.send(json.dumps({"token": token, "resume_from": newest_seq()}))
@@ -83,7 +83,7 @@ def test_the_server_refuses_a_bad_token_and_keeps_serving(server_url, bob):
         client.send(json.dumps({"token": "wrong"}))
         assert next_message(client)["code"] == "unauthenticated"
 
-    token = token_create(user=bob)
+    token = token_issue(user=bob)
     with connect(server_url, open_timeout=RECEIVE_TIMEOUT) as client:
         client.send(json.dumps({"token": token, "resume_from": newest_seq()}))
         commit(POOL_UPDATED, {"name": "a100"})

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
-from poolweb.api.auth import token_create
+from poolweb.services.tokens import token_issue
 from poolweb.asgi import application
 from poolweb.models import Event
 from poolweb.services.events import POOL_UPDATED, REQUEST_UPDATED, prune, publish
@@ -275,7 +275,7 @@ async def test_a_slow_client_catches_up_from_the_outbox_without_a_gap(settings, 
 
 @in_event_loop
 async def test_a_token_signs_in_an_anonymous_connection(bob):
-    token = await database_sync_to_async(token_create)(user=bob)
+    token = await database_sync_to_async(token_issue)(user=bob)
     stream = await connect()
     await stream.send_json_to({"token": token, "resume_from": None})
     await stream.receive_nothing(timeout=0.2)  # signed in: the stream starts from now
@@ -289,7 +289,7 @@ async def test_a_token_signs_in_an_anonymous_connection(bob):
 @in_event_loop
 async def test_a_token_message_may_carry_the_resume_point(bob):
     seqs = await write([pool(1), pool(2)])
-    token = await database_sync_to_async(token_create)(user=bob)
+    token = await database_sync_to_async(token_issue)(user=bob)
     stream = await connect()
 
     await stream.send_json_to({"token": token, "resume_from": seqs[0]})
@@ -301,7 +301,7 @@ async def test_a_token_message_may_carry_the_resume_point(bob):
 @in_event_loop
 async def test_the_resume_point_may_follow_the_token(bob):
     seqs = await write([pool(1), pool(2)])
-    token = await database_sync_to_async(token_create)(user=bob)
+    token = await database_sync_to_async(token_issue)(user=bob)
     stream = await connect()
 
     await stream.send_json_to({"token": token})
@@ -323,7 +323,7 @@ async def test_a_bad_token_is_refused(bob):
 
 @in_event_loop
 async def test_an_inactive_users_token_is_refused(bob):
-    token = await database_sync_to_async(token_create)(user=bob)
+    token = await database_sync_to_async(token_issue)(user=bob)
     bob.is_active = False
     await database_sync_to_async(bob.save)()
     stream = await connect()

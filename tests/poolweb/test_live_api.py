@@ -129,6 +129,21 @@ def test_capacity_held_for_a_preemptor_shows_on_its_pool(alice, bob):
     assert (pool["running"], pool["pending"]) == (1, 1)
 
 
+def test_free_room_leaves_out_what_is_held_beyond_the_victims(alice, bob):
+    doc = preemption_document()
+    doc["pools"][0]["capacity"] = {"gpu": 4}
+    doc["profiles"][0]["resources"] = {"gpu": 1}
+    doc["profiles"][0]["dynamic"] = True
+    for policy in doc["policies"]:
+        policy["quotas"] = []
+    go_live(doc, alice)
+    victims = [submit(bob, "low/one", gpu=1) for _ in range(3)]
+    preemptor = submit(alice, "high/one", gpu=3)  # 1 free: its victims leave 2, and it holds 3
+    assert preemptor.reason == "WaitingForPreemption" and len(victims) == 3
+    [pool] = client_for(bob).get("/api/v1/pools").json()
+    assert (pool["used"], pool["held"], pool["free"]) == ({"gpu": 3}, {"gpu": 3}, {"gpu": 0})
+
+
 # --- GET /pools/{name}/queue ------------------------------------------------------------------
 
 def queue_document() -> dict:

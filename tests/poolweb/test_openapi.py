@@ -23,7 +23,7 @@ from rest_framework.test import APIClient
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
-from poolweb.api.auth import token_create
+from poolweb.services.tokens import token_issue
 from poolweb.models import Request as RequestRow
 from poolweb.services.reconciler import reconcile_pass
 from poolweb.wsgi import application
@@ -42,6 +42,7 @@ API_MD_OPERATIONS = [
     ("POST", "/requests"), ("GET", "/requests"), ("GET", "/requests/{id}"),
     ("POST", "/requests/{id}/heartbeat"), ("POST", "/requests/{id}/release"), ("POST", "/requests/{id}/cancel"),
     ("GET", "/pools"), ("GET", "/pools/{name}/queue"), ("GET", "/policies"),
+    ("GET", "/requests/{id}/history"), ("GET", "/health"),
 ]
 
 EXAMPLES = {"alice": 30, "bob": 10}  # per operation
@@ -116,7 +117,7 @@ def world(provisioned, alice, bob, carol) -> dict:
                 (carol, "dev", "half", {"gpu": 500, "step_run": 1000}),
             ]]
     reconcile_pass()
-    tokens = {"alice": token_create(user=alice), "bob": token_create(user=bob)}
+    tokens = {"alice": token_issue(user=alice), "bob": token_issue(user=bob)}
     saved = APIClient().put(f"{BASE}/config/draft", document(), format="json",
                             HTTP_AUTHORIZATION=f"Bearer {tokens['alice']}")
     assert saved.status_code == 200, saved.content

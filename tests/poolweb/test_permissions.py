@@ -16,7 +16,7 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from poolweb.api.auth import token_create
+from poolweb.services.tokens import token_issue
 from poolweb.models import Request as RequestRow
 from poolweb.services.reconciler import reconcile_pass
 
@@ -75,6 +75,8 @@ MATRIX = [
     signed_in("GET", "/pools"),
     signed_in("GET", "/pools/h100/queue"),
     signed_in("GET", "/policies"),
+    Row("GET", "/requests/{request}/history", None, UNAUTHENTICATED, OK, HIDDEN, OK),
+    admin_only("GET", "/health", OK),
 ]
 
 PERSONAS = ("anonymous", "bob", "carol", "alice")
@@ -85,8 +87,6 @@ def cases():
         queue = f" {row.body['policy']}" if row.body and "policy" in row.body else ""
         for persona in PERSONAS:
             yield pytest.param(row, persona, id=f"{row.method} {row.path}{queue} as {persona}")
-
-
 
 
 @pytest.fixture
@@ -104,7 +104,7 @@ def bobs_request(provisioned, alice, bob) -> RequestRow:
 def caller(user: User | None) -> APIClient:
     client = APIClient()
     if user is not None:
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_create(user=user)}")
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_issue(user=user)}")
     return client
 
 

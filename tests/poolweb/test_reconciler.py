@@ -15,7 +15,8 @@ from django_q.models import OrmQ, Schedule
 from poolweb.models import Event, PassRecord, PassWanted, Request as RequestRow
 from poolweb.services import events, reconciler, requests as request_services, triggers
 from poolweb.services.reconciler import reconcile_pass
-from poolweb.services.state import load_snapshot
+from poolweb.selectors.snapshot import load_snapshot
+from reconcile import Vector
 from reconcile.invariants import check_state
 
 from .conftest import client_for, request_row
@@ -142,9 +143,12 @@ def passes_by_worker(settings):
     settings.POOLWEB = {**settings.POOLWEB, "PASSES": "worker"}
 
 
+HALF = request_services.Submission("dev", "half", Vector.of(gpu=0.5, step_run=1))
+
+
 def test_a_burst_of_submissions_queues_one_pass(provisioned, bob, passes_by_worker):
     for _ in range(200):
-        request_services.request_submit(user=bob, data={"policy": "dev", "profile": "half"})
+        request_services.request_submit(user=bob, submission=HALF)
 
     assert OrmQ.objects.count() == 1
     assert PassWanted.objects.get().wanted
@@ -152,7 +156,7 @@ def test_a_burst_of_submissions_queues_one_pass(provisioned, bob, passes_by_work
     triggers.run_wanted_pass()  # what the worker runs for the queued task
     assert not PassWanted.objects.get().wanted
     assert RequestRow.objects.filter(state="allocated").count() == 8  # a100's 4 gpu in halves
-    request_services.request_submit(user=bob, data={"policy": "dev", "profile": "half"})
+    request_services.request_submit(user=bob, submission=HALF)
     assert OrmQ.objects.count() == 2  # a change after the pass took its snapshot queues one more
 
 

@@ -10,16 +10,18 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
+from poolweb.api.submission import read_submission
 from poolweb.models import Request
 from poolweb.services import requests as services
-from poolweb.services.state import live_config
-from reconcile import Config, Policy, Vector
+from poolweb.selectors.snapshot import SNAPSHOT_FIELDS
+from poolweb.selectors.versions import live_config
+from reconcile import Config, Policy
 
 DEV_HALF = {"policy": "dev", "profile": "half"}
 
 
 def submit(user, **body) -> Request:
-    row, created = services.request_submit(user=user, data=body)
+    row, created = services.request_submit(user=user, submission=read_submission(body, live_config()))
     assert created
     return row
 
@@ -33,8 +35,7 @@ def preempting(row: Request, *, max_retries: int) -> None:
 # --- submit --------------------------------------------------------------------------------------
 
 def test_a_submission_is_stored_and_granted_by_the_pass_that_follows(provisioned, bob):
-    row, created = services.request_submit(user=bob, data={**DEV_HALF, "name": "n", "labels": {"a": "b"}})
-    assert created
+    row = submit(bob, **DEV_HALF, name="n", labels={"a": "b"})
     assert (row.state, row.reason, row.pool, row.owner, row.name, row.labels) == (
         "allocated", "Granted", "a100", bob, "n", {"a": "b"})
     assert row.resources == {"gpu": 500, "step_run": 1000}
@@ -61,23 +62,10 @@ def test_a_failing_pass_does_not_fail_a_stored_submission(provisioned, bob, monk
     assert submit(bob, **DEV_HALF).state == "pending"
 
 
-def test_the_read_submission_defaults_follow_the_spec(provisioned):
-    submission = services.read_submission({"policy": "dev", "profile": "job"}, live_config())
-    assert submission == services.Submission(policy="dev", profile="job", resources=Vector.of(gpu=1, step_run=1),
-                                             preemptible=True, max_retries=0, lease_seconds=300, name="", labels={})
-
-
-def test_input_errors_carry_every_problem_with_its_path(provisioned):
-    with pytest.raises(services.RequestInputError) as raised:
-        services.read_submission({"profile": "half", "lease_seconds": 5, "resources": {}}, live_config())
-    assert [(e["path"], e["code"]) for e in raised.value.errors] == [
-        ("policy", "required"), ("resources", "fixed_profile"), ("lease_seconds", "out_of_range")]
-
-
 def test_a_user_outside_the_policys_group_is_refused_before_anything_is_stored(provisioned, bob, carol):
     for user, policy in ((bob, "research"), (carol, "dev")):
         with pytest.raises(PermissionDenied):
-            services.request_submit(user=user, data={"policy": policy, "profile": "half"})
+            submit(user, policy=policy, profile="half")
     assert not Request.objects.exists()
 
 
@@ -95,15 +83,9 @@ def test_a_policy_without_a_group_takes_submissions_from_admins_only(alice, bob)
 
 # --- idempotency ---------------------------------------------------------------------------------
 
-def test_a_retry_returns_the_first_request_whatever_the_new_body_says(provisioned, bob):
-    first, created = services.request_submit(user=bob, data=DEV_HALF, idempotency_key="k")
-    again, again_created = services.request_submit(user=bob, data={"policy": "nope"}, idempotency_key="k")
-    assert (created, again_created, again.pk) == (True, False, first.pk)
-
-
 def test_two_racing_submissions_with_one_key_meet_at_the_unique_constraint(provisioned, bob):
     """The loser of the race has passed the lookup already; the database refuses its row."""
-    submission = services.read_submission(DEV_HALF, live_config())
+    submission = read_submission(DEV_HALF, live_config())
     first, _ = services.request_create(user=bob, submission=submission, config=live_config(), idempotency_key="k")
     second, created = services.request_create(user=bob, submission=submission, config=live_config(),
                                               idempotency_key="k")
@@ -146,7 +128,7 @@ def test_release_of_a_preempting_request_out_of_retries_ends_it_preempted(provis
 
 def test_a_transition_of_a_request_changed_meanwhile_is_a_conflict(provisioned, bob, monkeypatch):
     row = submit(bob, **DEV_HALF)
-    stale = Request.objects.filter(pk=row.pk).values_list(*services.SNAPSHOT_FIELDS).get()
+    stale = Request.objects.filter(pk=row.pk).values_list(*SNAPSHOT_FIELDS, "queue_pool").get()
     Request.objects.filter(pk=row.pk).update(state="expired", reason="LeaseExpired")
     monkeypatch.setattr(services, "_locked", lambda user, request_id: stale)
     with pytest.raises(services.RequestConflict):

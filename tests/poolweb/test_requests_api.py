@@ -184,6 +184,13 @@ def test_a_retried_submission_with_the_same_idempotency_key_returns_the_first_re
     assert Request.objects.count() == 1
 
 
+def test_a_retry_returns_the_first_request_whatever_the_new_body_says(provisioned, bob):
+    client, key = client_for(bob), {"Idempotency-Key": "k"}
+    first = submit(client, key, policy="dev", profile="half")
+    again = submit(client, key, policy="nope")
+    assert (again.status_code, again.json()["id"]) == (200, first.json()["id"])
+
+
 def test_the_idempotency_key_is_per_user_and_per_key(provisioned, alice, bob):
     submit(client_for(bob), {"Idempotency-Key": "k"}, policy="dev", profile="half")
     other_user = submit(client_for(alice), {"Idempotency-Key": "k"}, policy="dev", profile="half")

@@ -24,7 +24,7 @@ from rest_framework.test import APIClient
 from poolweb.models import Request as RequestRow
 from poolweb.services import reconciler
 from poolweb.services.reconciler import reconcile_pass
-from poolweb.services.state import load_snapshot
+from poolweb.selectors.snapshot import load_snapshot
 from poolweb.services.triggers import run_periodic_pass
 from reconcile import Plan, Reason, Snapshot
 from reconcile import plan as engine_plan

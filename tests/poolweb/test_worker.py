@@ -15,7 +15,7 @@ from django.utils import timezone
 from poolweb.models import Event, PassRecord, Request as RequestRow
 from poolweb.services import config as config_services
 from poolweb.services.reconciler import reconcile_pass
-from poolweb.services.state import load_snapshot
+from poolweb.selectors.snapshot import load_snapshot
 from reconcile.invariants import check_state
 
 from . import processes

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reconcile import Plan, Snapshot, State, plan
-from reconcile.transition import advance
+from reconcile.transition import carry_out
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ def case_id(case: Case) -> str:
 
 def describe(snapshot: Snapshot, result: Plan) -> dict[int, str]:
     """One line per request of ``snapshot`` after ``result`` is applied."""
-    after = advance(snapshot, result)
+    after = carry_out(snapshot, result)
     lines = {}
     for request in after.requests:
         if request.state == State.ALLOCATED:
@@ -58,5 +58,5 @@ def settle(snapshot: Snapshot, max_passes: int = 10) -> Snapshot:
         result = plan(snapshot)
         if result.empty:
             return snapshot
-        snapshot = advance(snapshot, result)
+        snapshot = carry_out(snapshot, result)
     raise AssertionError(f"no steady state after {max_passes} passes")

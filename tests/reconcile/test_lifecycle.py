@@ -1,7 +1,7 @@
 """Leases, release, cancel, heartbeat and eviction (R-44, R-46, R-50, R-51).
 
-Two layers: ``reconcile.lifecycle`` (what one action does to one request) and the pass (what
-time does: expired leases, grace periods that ran out). Time is ``Snapshot.now``; nothing sleeps.
+Two layers: ``reconcile.lifecycle`` (what one action decides for one request, carried out by
+``transition.applied``) and the pass (what time does: expired leases, grace periods that ran out). Time is ``Snapshot.now``; nothing sleeps.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from datetime import timedelta
 import pytest
 
 from reconcile import Reason, Request, Snapshot, State, plan
-from reconcile.lifecycle import NotLive, cancel, evict, grace_over, heartbeat, lease_expired, release
-from reconcile.transition import advance
+from reconcile.lifecycle import NotLive, cancel, eviction, grace_over, heartbeat, lease_expired, release
+from reconcile.transition import carry_out
+from tests.reconcile.actions import acted
 from tests.reconcile.builders import at, config, policy, pool, profile, req, snapshot
 from tests.reconcile.cases import Case, case_id, outcome
 
@@ -48,6 +49,10 @@ PREEMPTING_NO_RETRY = victim(1, by=2, since=990)
 PREEMPTING_RETRY = victim(1, by=2, since=990, retries=1, reason=Reason.RECLAIMED)
 
 
+def evict(request: Request) -> object:
+    return eviction(request, "not released within the grace period")
+
+
 def _summary(request: Request) -> tuple:
     return request.state.value, request.reason and request.reason.value, request.attempt
 
@@ -57,7 +62,9 @@ ACTIONS = [
     ("R-51 cancel of a pending request cancels it", cancel, PENDING, ("cancelled", "CancelledByUser", 1)),
     ("R-51 cancel of an allocated request releases it", cancel, ALLOCATED, ("released", "CancelledByUser", 1)),
     ("R-51 release of an allocated request releases it", release, ALLOCATED, ("released", "Released", 1)),
-    ("R-51 release of a pending request withdraws it", release, PENDING, ("cancelled", "CancelledByUser", 1)),
+    ("R-51 release of a pending request changes nothing", release, PENDING, ("pending", None, 1)),
+    ("R-51 release of a request queued again after preemption keeps the new attempt", release,
+     replace(PREEMPTING_RETRY, state=State.PENDING, attempt=2, pool=None), ("pending", "Reclaimed", 2)),
     ("R-51+R-46 release of a preempting request out of retries ends it preempted", release, PREEMPTING_NO_RETRY,
      ("preempted", "PreemptedByPriority", 1)),
     ("R-51+R-46 release of a preempting request with a retry queues it again", release, PREEMPTING_RETRY,
@@ -75,7 +82,7 @@ ACTIONS = [
 
 @pytest.mark.parametrize("name, action, subject, expected", ACTIONS, ids=[row[0] for row in ACTIONS])
 def test_release_and_cancel_move_a_request_as_r51_says(name, action, subject, expected):
-    assert _summary(action(subject, NOW)) == expected
+    assert _summary(acted(action, subject, NOW)) == expected
 
 
 TERMINAL = [replace(PENDING, state=state, reason=reason) for state, reason in (
@@ -87,26 +94,26 @@ TERMINAL = [replace(PENDING, state=state, reason=reason) for state, reason in (
 @pytest.mark.parametrize("action", [release, cancel], ids=["R-51 release", "R-51 cancel"])
 @pytest.mark.parametrize("subject", TERMINAL, ids=lambda r: f"of {r.state}")
 def test_release_and_cancel_leave_a_terminal_request_unchanged(action, subject):
-    assert action(subject, NOW) == subject
+    assert action(subject) is None
 
 
 @pytest.mark.parametrize("action", [release, cancel], ids=["R-51 release", "R-51 cancel"])
 @pytest.mark.parametrize("subject", [PENDING, ALLOCATED, PREEMPTING_NO_RETRY], ids=["pending", "allocated", "preempting"])
 def test_doing_the_same_action_twice_is_doing_it_once(action, subject):
-    once = action(subject, NOW)
-    assert (once.state.terminal, action(once, NOW)) == (True, once)
+    once = acted(action, subject, NOW)
+    assert acted(action, once, NOW) == once
 
 
 def test_eviction_with_a_retry_keeps_the_first_submission_time_and_frees_the_pool():  # R-46
-    queued = evict(PREEMPTING_RETRY, NOW)
+    queued = acted(evict, PREEMPTING_RETRY, NOW)
     assert (queued.state, queued.attempt, queued.submitted_at, queued.pool, queued.allocated_at,
             queued.lease_expires_at, queued.preempted_at) == (
         State.PENDING, 2, PREEMPTING_RETRY.submitted_at, None, None, None, None)
 
 
 def test_a_second_eviction_after_the_last_retry_ends_the_request_preempted():  # R-46
-    first = replace(evict(PREEMPTING_RETRY, NOW), state=State.PREEMPTING, pool="p")
-    assert _summary(evict(first, NOW)) == ("preempted", "Reclaimed", 2)
+    first = replace(acted(evict, PREEMPTING_RETRY, NOW), state=State.PREEMPTING, pool="p")
+    assert _summary(acted(evict, first, NOW)) == ("preempted", "Reclaimed", 2)
 
 
 HEARTBEATS = [
@@ -223,7 +230,7 @@ def test_the_pass_reads_the_grace_period_from_the_snapshot(name, grace, elapsed,
 def test_a_requeued_victim_keeps_its_first_submission_time_and_counts_an_attempt():  # R-46
     state = snapshot(P, victim(1, by=2, since=970, retries=2), req(2, "high", "one", gpu=1))
     result = plan(state)
-    after = {r.id: r for r in advance(state, result).requests}
+    after = {r.id: r for r in carry_out(state, result).requests}
     evictions = [(d.request_id, d.from_state, d.state, d.reason) for d in result.evictions]
     assert (evictions, after[1].state, after[1].attempt, after[1].submitted_at, after[1].pool, after[2].state) == (
         [(1, State.PREEMPTING, State.PENDING, Reason.PREEMPTED_BY_PRIORITY)], State.PENDING, 2, at(1), None,
@@ -234,12 +241,12 @@ def test_s14_a_heartbeating_holder_keeps_its_lease_and_a_silent_one_loses_it(): 
     cfg = config(pool("p", gpu=1), policy("t"), profile("one", "p", "t", gpu=1))
     first = replace(req(1, "t", "one", gpu=1, at_s=0), lease_seconds=10)
     state = Snapshot(at(1), cfg, (first, req(2, "t", "one", gpu=1, at_s=1)))
-    state = advance(state, plan(state))  # t=1: the first is granted, its lease runs to 11 s
+    state = carry_out(state, plan(state))  # t=1: the first is granted, its lease runs to 11 s
     lines = [outcome(state)]
     for second in (9, 17, 25):  # a heartbeat every 8 s: the lease never runs out; the last one runs to 35 s
         state = replace(state, now=at(second), requests=tuple(
             heartbeat(r, at(second)) if r.state.live else r for r in state.requests))
-        state = advance(state, plan(state))
+        state = carry_out(state, plan(state))
         lines.append(outcome(state))
     lines.append(outcome(with_now(state, at(35) - MICROSECOND)))
     lines.append(outcome(with_now(state, at(35))))  # silence since 25 s

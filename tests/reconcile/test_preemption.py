@@ -12,7 +12,8 @@ import pytest
 
 from reconcile import Reason, Request, Snapshot, State, plan
 from reconcile.lifecycle import release
-from reconcile.transition import advance
+from reconcile.transition import carry_out
+from tests.reconcile.actions import acted
 from tests.reconcile.builders import T0, at, config, policy, pool, profile, req, snapshot
 from tests.reconcile.cases import Case, case_id, describe
 
@@ -27,14 +28,14 @@ def preempting(request: Request, by: int, since_s: float = 990,
 
 def released(request: Request) -> Request:
     """What the holder's call to release leaves behind (R-51)."""
-    return release(request, at(995))
+    return acted(release, request, at(995))
 
 
 def outcome_with_attempts(s: Snapshot) -> dict[int, str]:
     """``cases.outcome`` plus, for a request past its first attempt, the attempt and first submission."""
     result = plan(s)
     lines = describe(s, result)
-    for request in advance(s, result).requests:
+    for request in carry_out(s, result).requests:
         if request.attempt > 1:
             submitted = (request.submitted_at - T0).total_seconds()
             lines[request.id] += f", attempt {request.attempt} submitted at {submitted:g}s"

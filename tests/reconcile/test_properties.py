@@ -27,7 +27,8 @@ from reconcile.ledger import Ledger
 from reconcile.model import ALL_POOLS
 from reconcile.quantity import parse_quantity
 from reconcile.quota import TermsCache
-from reconcile.transition import advance
+from reconcile.transition import carry_out
+from tests.reconcile.actions import acted
 from tests.reconcile.builders import T0
 
 POOLS = ("h100", "a100", "mig", "cpu")
@@ -190,7 +191,7 @@ class World:
         kind = action[0]
         if kind == "pass":
             result = plan(before, self.kept_terms())
-            self.snapshot = advance(before, result)
+            self.snapshot = carry_out(before, result)
         elif kind == "submit":
             self.snapshot = self._submit(*action[1:])
         elif kind == "wait":
@@ -225,7 +226,8 @@ class World:
         target = targets[index % len(targets)]
         if kind == "heartbeat" and not target.state.live:
             return s  # the API answers 409 (lifecycle.NotLive); nothing changes
-        changed = getattr(lifecycle, kind)(target, s.now)
+        changed = lifecycle.heartbeat(target, s.now) if kind == "heartbeat" else \
+            acted(getattr(lifecycle, kind), target, s.now)
         return replace(s, requests=tuple(changed if r.id == target.id else r for r in s.requests))
 
     def _recache(self, before: Snapshot, after: Snapshot) -> None:
@@ -365,7 +367,7 @@ def test_every_change_and_every_wait_has_a_reason_and_a_sentence(config: Config,
         result = plan(snapshot)
         for decision in result.decisions():
             assert isinstance(decision.reason, Reason) and decision.message.strip(), decision
-        pending = {r.id for r in advance(snapshot, result).requests if r.state == State.PENDING}
+        pending = {r.id for r in carry_out(snapshot, result).requests if r.state == State.PENDING}
         assert set(result.waiting) == pending
         places: dict[str, list[int]] = {}
         for waiting in result.waiting.values():

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from reconcile import Reason, Request, Snapshot, State, plan
-from reconcile.transition import advance
+from reconcile.transition import carry_out
 from tests.reconcile.builders import at, config, policy, pool, profile, req, snapshot
 from tests.reconcile.cases import Case, case_id, outcome
 
@@ -274,5 +274,5 @@ def test_a_second_pass_on_the_first_one_s_result_changes_nothing_and_gives_the_s
     state = snapshot(RANKED, live(1, "infra", "job", "p", preemptible=False, gpu=3), req(2, "high", "job", gpu=2),
                      req(3, "low", "job", gpu=2), req(4, "low", "job", gpu=1))
     first = plan(state)
-    second = plan(advance(state, first))
+    second = plan(carry_out(state, first))
     assert (len(first.grants), second.empty, second.waiting) == (1, True, first.waiting)

@@ -24,6 +24,7 @@ from reconcile import Config, Snapshot, Vector, lifecycle, plan
 from reconcile.invariants import check_state, check_transition
 from reconcile.quantity import format_quantity
 from reconcile.report import usage_report
+from tests.reconcile.actions import acted
 from tests.reconcile.builders import T0, config, policy, pool, profile, req, snapshot
 from tests.reconcile.cases import case_id, describe, settle
 
@@ -45,7 +46,7 @@ def submit(id: int, policy: str, profile: str, *, preemptible: bool = True, retr
 
 def _user(change, id: int) -> Action:
     def act(s: Snapshot) -> Snapshot:
-        return replace(s, requests=tuple(change(r, s.now) if r.id == id else r for r in s.requests))
+        return replace(s, requests=tuple(acted(change, r, s.now) if r.id == id else r for r in s.requests))
     return act
 
 

@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from poolweb.demo import DEMO_GROUPS, demo_provision
+from poolweb.services.demo import DEMO_GROUPS, demo_provision
 from poolweb.env import env_str
 from poolweb.services.config import ConfigInvalid
 
@@ -63,7 +63,7 @@ class Command(BaseCommand):
             version = demo_provision(author=admin)
         except ConfigInvalid as invalid:
             raise CommandError("the demo configuration does not validate: " + "; ".join(
-                f"{e['path']}: {e['code']}" for e in invalid.errors)) from None
+                f"{e.path}: {e.code}" for e in invalid.errors)) from None
         if version is None:
             self.stdout.write("Configuration: a version exists already; the demo was not loaded.")
         else:

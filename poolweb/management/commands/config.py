@@ -16,7 +16,9 @@ import yaml
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from poolweb.selectors.versions import config_live_document
 from poolweb.services import config as services
+from reconcile.document import Issue
 
 MAX_FILE = 50 * 1024 * 1024  # a configuration file is kilobytes; this only stops a mistake early
 
@@ -69,7 +71,7 @@ class Command(BaseCommand):
                          username=options["user"])
 
     def export(self, file: str | None) -> None:
-        document = services.config_live_document()
+        document = config_live_document()
         if file is None:
             self.stdout.write(dump(document, as_yaml=False), ending="")
             return
@@ -88,8 +90,7 @@ class Command(BaseCommand):
             else:
                 services.draft_save(document=document, user=author)
         except services.ConfigInvalid as refused:
-            for error in refused.errors:
-                self.stderr.write(f"{error['path'] or '(document)'}: {error['code']}: {error['message']}")
+            self.issues(refused.errors)
             raise CommandError(f"{file}: refused with {len(refused.errors)} error(s)") from None
         if provision:
             self.stdout.write(self.style.SUCCESS(f"provisioned version {version.number} from {file}"))
@@ -99,13 +100,16 @@ class Command(BaseCommand):
     def report_draft(self, file: str) -> None:
         """A saved draft may still be invalid: say so, with the errors, without failing."""
         checked = services.draft_validate()
-        if checked["valid"]:
+        if checked.valid:
             self.stdout.write(self.style.SUCCESS(f"saved {file} as the draft; it is valid"))
             return
-        for error in checked["errors"]:
-            self.stderr.write(f"{error['path'] or '(document)'}: {error['code']}: {error['message']}")
+        self.issues(checked.errors)
         self.stdout.write(f"saved {file} as the draft; provisioning it is refused until its "
-                          f"{len(checked['errors'])} error(s) are fixed")
+                          f"{len(checked.errors)} error(s) are fixed")
+
+    def issues(self, errors: list[Issue]) -> None:
+        for error in errors:
+            self.stderr.write(f"{error.path or '(document)'}: {error.code}: {error.message}")
 
     def read(self, file: str) -> Any:
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from poolweb.api.auth import token_create
+from poolweb.services.tokens import token_issue
 
 
 class Command(BaseCommand):
@@ -22,7 +22,7 @@ class Command(BaseCommand):
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"no user named {username!r}")
-        token = token_create(user=user)
+        token = token_issue(user=user)
         if not user.is_active:
             self.stderr.write(f"warning: {username!r} is inactive; the token works once the account is active")
         self.stdout.write(token)

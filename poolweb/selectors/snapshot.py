@@ -1,0 +1,82 @@
+"""What a pass reads: every request that is not finished, as the engine's values, and the live
+configuration, in two queries (``poolweb.sql`` says why by hand)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import NamedTuple
+
+from django.conf import settings
+
+from poolweb import sql
+from poolweb.selectors.versions import Prepared, prepared, site
+from reconcile import Reason, Request, Snapshot, State, Vector
+
+LIVE_OR_PENDING = (State.PENDING.value, State.ALLOCATED.value, State.PREEMPTING.value)
+SNAPSHOT_FIELDS = ("id", "policy", "profile", "resources", "submitted_at", "state", "preemptible", "max_retries",
+                   "attempt", "pool", "allocated_at", "lease_seconds", "lease_expires_at", "preempted_by",
+                   "preempted_at", "reason", "held_pool")
+
+
+class StoredWait(NamedTuple):
+    """What a pending request's row says of its wait: what a pass rewrites when it changes."""
+
+    reason: str | None
+    message: str | None
+    position: int | None
+    queue_pool: str | None
+
+
+WAIT_FIELDS = StoredWait._fields
+NO_WAIT = StoredWait(None, None, None, None)  # the wait of a request that was live at the load
+
+
+class PassInput(NamedTuple):
+    snapshot: Snapshot
+    prepared: Prepared  # the live version, with the terms kept for it
+    waits: dict[int, StoredWait]  # per pending request, so a pass writes only the waits that changed
+
+
+def to_engine(row: Sequence, vectors: dict[str, Vector] | None = None) -> Request:
+    """A request row as the engine's value: ``SNAPSHOT_FIELDS`` in order, as ``values_list``
+    gives them, or as the driver does (``sql.select_requests``, with ``vectors``: one Vector
+    shared by the rows whose resources read alike)."""
+    (request_id, policy, profile, resources, submitted_at, state, preemptible, max_retries, attempt, pool,
+     allocated_at, lease_seconds, lease_expires_at, preempted_by, preempted_at, reason,
+     held_pool) = row[:len(SNAPSHOT_FIELDS)]
+    if vectors is None:  # values_list: resources decoded already, and not hashable
+        vector = Vector(resources)
+    else:  # the driver's row: resources as the JSON text, a key for the shared Vector
+        vector = vectors.get(resources)
+        if vector is None:
+            vector = vectors[resources] = Vector(sql.decoded(resources))
+    moment = sql.moment
+    return Request(
+        id=request_id, policy=policy, profile=profile, resources=vector, submitted_at=moment(submitted_at),
+        state=State(state), preemptible=bool(preemptible), max_retries=max_retries, attempt=attempt, pool=pool,
+        allocated_at=moment(allocated_at), lease_seconds=lease_seconds, lease_expires_at=moment(lease_expires_at),
+        preempted_by=preempted_by, preempted_at=moment(preempted_at), reason=Reason(reason), held_pool=held_pool)
+
+
+def load_snapshot(now: datetime) -> Snapshot:
+    return load_pass_input(now).snapshot
+
+
+def load_pass_input(now: datetime) -> PassInput:
+    """The snapshot at ``now``, the live version prepared, and the stored wait of each pending request."""
+    state = site()
+    version = prepared(state.live_version)
+    requests, waits = [], {}
+    vectors: dict[str, Vector] = {}  # most requests share their profile's resources: one Vector each
+    width = len(SNAPSHOT_FIELDS)
+    for row in sql.select_requests((*SNAPSHOT_FIELDS, *WAIT_FIELDS), "state", LIVE_OR_PENDING):
+        request = to_engine(row, vectors)
+        requests.append(request)
+        if request.state is State.PENDING:
+            waits[request.id] = StoredWait(*row[width:])
+    snapshot = Snapshot(
+        now=now, config=version.config, requests=tuple(requests), management_enabled=state.management_enabled,
+        eviction_grace=timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"]),
+    )
+    return PassInput(snapshot, version, waits)

@@ -1,0 +1,145 @@
+"""The provisioned versions: which one is live, and each as the engine's ``Config``.
+
+A version is stored twice, on purpose (docs/decisions.md): as its document, the exchange format
+that ``GET /config``, export, drafts and restore use, and as rows (pools, profiles, connections in
+both orders, policies, quotas, queues) that pages, the admin and the engine read. The engine's
+``Config`` is built from the rows, once per version: versions never change, so it is kept, with
+the ``TermsCache`` the planner fills as passes need its terms.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import NamedTuple
+
+from django.db.models import QuerySet
+
+from poolweb.models import (
+    ConfigVersion, Connection, Draft, Policy as PolicyRow, Pool as PoolRow, Profile as ProfileRow, Queue,
+    Quota as QuotaRow, SiteState,
+)
+from reconcile import Config, Policy, Pool, Profile, Quota, Vector
+from reconcile.quota import TermsCache
+
+
+class Prepared(NamedTuple):
+    """A version as the engine reads it, and the cache of its terms."""
+
+    config: Config
+    terms: TermsCache
+
+
+class PreparedVersions:
+    """``Prepared`` per version, built on first use and kept: a pass, a read of the live state and
+    a submission all ask for the live version's, many times a second."""
+
+    def __init__(self, size: int = 16) -> None:
+        self.size = size
+        self._kept: dict[tuple, Prepared] = {}
+
+    def of(self, version: ConfigVersion) -> Prepared:
+        # The creation time tells a version apart from another with its id (a test database reset).
+        key = (version.pk, version.number, version.created_at)
+        found = self._kept.get(key)
+        if found is None:
+            if len(self._kept) >= self.size:
+                self._kept.clear()
+            config = config_from_rows(version)
+            found = self._kept[key] = Prepared(config, TermsCache(config))
+        return found
+
+
+EMPTY_DOCUMENT = {"pools": [], "profiles": [], "policies": []}
+
+
+class ConfigNotFound(LookupError):
+    """No draft, or no version with that number."""
+
+
+PREPARED = PreparedVersions()
+EMPTY = Prepared(Config(), TermsCache(Config()))
+
+
+def site() -> SiteState:
+    """The site row (the live version and the switch) as stored; defaults before the first write."""
+    return SiteState.objects.select_related("live_version").filter(pk=1).first() or SiteState(pk=1)
+
+
+def live_version() -> ConfigVersion | None:
+    return site().live_version
+
+
+def management_enabled() -> bool:
+    return site().management_enabled
+
+
+def config_live_document() -> dict:
+    """The provisioned document with its ``version``; version 0 and empty lists before any."""
+    version = live_version()
+    if version is None:
+        return {"version": 0, **EMPTY_DOCUMENT}
+    return {"version": version.number, **version.document}
+
+
+def version_list() -> QuerySet[ConfigVersion]:
+    return ConfigVersion.objects.select_related("author").order_by("-number")
+
+
+def version_get(number: int) -> ConfigVersion:
+    # Out-of-range numbers would overflow the database integer instead of simply not matching.
+    version = ConfigVersion.objects.filter(number=number).first() if 0 < number < 2**31 else None
+    if version is None:
+        raise ConfigNotFound(f"there is no configuration version {number}")
+    return version
+
+
+def version_document(number: int) -> dict:
+    version = version_get(number)
+    return {"version": version.number, **version.document}
+
+
+def draft_get() -> dict:
+    """The saved draft, as it was written."""
+    draft = Draft.objects.filter(pk=1).first()
+    if draft is None:
+        raise ConfigNotFound("there is no draft")
+    return draft.document
+
+
+def prepared(version: ConfigVersion | None) -> Prepared:
+    return PREPARED.of(version) if version is not None else EMPTY
+
+
+def live_config() -> Config:
+    return prepared(live_version()).config
+
+
+def config_from_rows(version: ConfigVersion) -> Config:
+    """The version's rows as a ``Config`` (six queries); entries and quota rows in document order."""
+    connections = defaultdict(list)  # profile id → its connections
+    execution = defaultdict(list)  # pool id → (position, profile name)
+    for c in Connection.objects.filter(profile__version=version).select_related("pool", "profile"):
+        connections[c.profile_id].append(c)
+        execution[c.pool_id].append((c.execution_position, c.profile.name))
+    ranked = defaultdict(list)  # profile id → policy names in rank order
+    for queue in Queue.objects.filter(profile__version=version).select_related("policy").order_by("rank"):
+        ranked[queue.profile_id].append(queue.policy.name)
+    quotas = defaultdict(list)  # policy id → its rows
+    for row in QuotaRow.objects.filter(policy__version=version).order_by("id"):
+        quotas[row.policy_id].append(Quota(row.scope, row.key, row.reserved, row.limit))
+    pools = tuple(Pool(p.name, Vector(p.capacity), tuple(name for _, name in sorted(execution[p.id])), p.description)
+                  for p in PoolRow.objects.filter(version=version).order_by("id"))
+    profiles = tuple(_profile(p, sorted(connections[p.id], key=_precedence), ranked[p.id])
+                     for p in ProfileRow.objects.filter(version=version).order_by("id"))
+    policies = tuple(Policy(p.name, p.priority, tuple(quotas[p.id]), p.group_name, p.description)
+                     for p in PolicyRow.objects.filter(version=version).order_by("id"))
+    return Config(pools, profiles, policies)
+
+
+def _precedence(connection: Connection) -> int:
+    return connection.precedence
+
+
+def _profile(row: ProfileRow, connections: list[Connection], policies: list[str]) -> Profile:
+    return Profile(row.name, Vector(row.resources), row.dynamic, tuple(c.pool.name for c in connections),
+                   tuple(policies), tuple(c.name for c in connections), row.description)

@@ -1,0 +1,40 @@
+"""A provisioned version is stored as its document and as rows; the engine reads the rows
+(selectors/versions.py). Both must say the same configuration."""
+
+from __future__ import annotations
+
+import pytest
+
+from poolweb.selectors.versions import PREPARED, config_from_rows, live_config
+from poolweb.services import config as services
+from poolweb.services.demo import demo_document
+from reconcile.document import parse_document
+from tests.poolweb.conftest import document
+
+pytestmark = pytest.mark.django_db
+
+
+def orders_and_names() -> dict:
+    """Orders that are not name order, connection names, a description, several quota rows."""
+    doc = document()
+    doc["pools"][0].update(description="the big one", execution_order=["job", "4xgpu"])
+    doc["profiles"][1]["connections"] = [{"pool": "a100", "name": "4 × A100"}, {"pool": "h100", "name": "4 × H100"}]
+    doc["profiles"][1]["policies"] = ["research", "dev"]
+    doc["policies"][1]["quotas"] += [{"scope": "h100", "key": "gpu", "limit": 8}, {"scope": "a100", "key": "gpu",
+                                                                                   "reserved": 1}]
+    return doc
+
+
+@pytest.mark.parametrize("doc", [document(), demo_document(), orders_and_names()], ids=["tests", "demo", "orders"])
+def test_the_rows_of_a_version_are_the_configuration_its_document_says(alice, doc):
+    version = services.config_provision_document(document=doc, author=alice)
+    assert config_from_rows(version) == parse_document(version.document).config
+
+
+def test_the_live_configuration_is_read_once_per_version(alice, django_assert_num_queries):
+    services.config_provision_document(document=document(), author=alice)
+    PREPARED._kept.clear()
+    with django_assert_num_queries(7):  # the site row, then the version's six kinds of rows
+        live_config()
+    with django_assert_num_queries(1):
+        live_config()

@@ -396,4 +396,3 @@ def child(path: str, field: object) -> str:
     if isinstance(field, str) and _PLAIN_FIELD.fullmatch(field):
         return f"{path}.{field}" if path else field
     return path
-

@@ -225,4 +225,3 @@ def _overall(reasons: list[PoolReason]) -> tuple[Reason, str]:
     code = max([reason for _, reason, _ in reasons], key=SEVERITY.__getitem__)
     # A "*" quota says the same on every pool: each sentence once.
     return code, "; ".join(dict.fromkeys(message for _, _, message in reasons))
-

@@ -5,6 +5,7 @@
 A key counts toward usage only where it is metered: on its pool, and at scope ``*`` summed over
 the pools that meter it (§1: an unmetered key is never checked there, so it cannot be bounded).
 
+>>> from dataclasses import replace
 >>> small = Config(pools=(Pool("dc", Vector.of(gpu=2)),))
 >>> job = Request(1, "ml", "job", Vector.of(gpu=1.5, step_run=1), t0, State.ALLOCATED, pool="dc", allocated_at=t0)
 >>> two = Snapshot(t0, small, (job, replace(job, id=2)))
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .model import ALL_POOLS, Config, Pool, Request, Snapshot, State, scope_text
 from .plan import Decision, Plan
@@ -302,4 +303,3 @@ def _bounds(config: Config, policy: str, pool: str, key: str, side: str) -> list
     rows = config.policy[policy].quotas if policy in config.policy else ()
     return [(q.scope, getattr(q, side)) for q in rows
             if q.key == key and q.scope in (pool, ALL_POOLS) and getattr(q, side) is not None]
-

@@ -47,6 +47,7 @@ class ServiceKey(NamedTuple):
 def service_key(
     priority: int, in_share: bool, execution_index: int, policy_rank: int, submitted_at: Any, request_id: int
 ) -> ServiceKey:
+    """The key of a request of a policy of ``priority`` that would stay in share or borrow."""
     return ServiceKey(-priority, not in_share, execution_index, policy_rank, submitted_at, request_id)
 
 
@@ -66,6 +67,8 @@ class VictimKey(NamedTuple):
 
 
 def victim_key(priority: int, borrowed: bool, allocated_at: datetime | int, request_id: int) -> VictimKey:
+    """The key of an allocation of a policy of ``priority``, holding borrowed units of a key the
+    preemptor lacks or not."""
     return VictimKey(priority, not borrowed, -micros(allocated_at), -request_id)
 
 

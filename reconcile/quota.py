@@ -253,4 +253,3 @@ def judge_queue(terms: TermsCache, policy: str, profile: str, resources: Vector,
         return found, None
     # Eligible nowhere: the most preferred pool is the first that fails.
     return (), ineligibility(pools[0][1], resources, preemptible)
-

@@ -74,7 +74,8 @@ STATE_CASES = [  # (name, state, baseline or None, findings)
      snapshot(TWO, live(1, "ml", "b", preemptible=False, gpu=0.5)), None,
      ["I-3: policy ml use 0.5 gpu on pool b, above its reservation of 0"]),
     ("I-3 counts metered step_run too",
-     snapshot(TWO, live(1, "ml", preemptible=False)), None, ["I-3: policy ml use 1 step_run on pool dc, above its reservation of 0"]),
+     snapshot(TWO, live(1, "ml", preemptible=False)),
+     None, ["I-3: policy ml use 1 step_run on pool dc, above its reservation of 0"]),
     ("preemptible usage may borrow past the reservation",
      snapshot(TWO, live(1, "cv", preemptible=False, gpu=1), live(2, "cv", gpu=1)), None, []),
     ("I-4 a duplicate id",
@@ -112,7 +113,8 @@ def test_check_state(name, state, baseline, expected):  # I-1, I-2, I-3, I-4, R-
 
 # --- I-5: check_usage -------------------------------------------------------------------------
 
-USAGE = snapshot(TWO, live(1, "cv", gpu=1), live(2, "ml", "b", preemptible=False, gpu=0.5, mcpu=500), req(3, "cv", "job", gpu=1),
+USAGE = snapshot(TWO, live(1, "cv", gpu=1), live(2, "ml", "b", preemptible=False, gpu=0.5, mcpu=500),
+req(3, "cv", "job", gpu=1),
                  live(4, "cv", gpu=1, state=State.RELEASED))
 
 
@@ -223,7 +225,8 @@ PREEMPTION_CASES = [  # (name, snapshot, plan, findings)
                 preempt(1, 2)),
      ["I-7: on pool b"]),
     ("R-41 a victim holding none of what is short",
-     *with_plan(snapshot(RANKS, live(1, "low", mcpu=1000), live(3, "low", preemptible=False, gpu=2), req(2, "high", "job", gpu=1)),
+     *with_plan(snapshot(RANKS, live(1, "low", mcpu=1000), live(3, "low", preemptible=False, gpu=2),
+     req(2, "high", "job", gpu=1)),
                 preempt(1, 2)),
      ["I-7: the victim holds none of the keys the preemptor is short of (gpu)"]),
     ("R-41 equal priority, the preemptor would borrow",

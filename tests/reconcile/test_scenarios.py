@@ -37,7 +37,8 @@ def submit(id: int, policy: str, profile: str, *, preemptible: bool = True, retr
            **amounts) -> Action:
     """A new pending request, submitted now: the profile's allotment overridden by ``amounts``."""
     def act(s: Snapshot) -> Snapshot:
-        request = req(id, policy, profile, preemptible=preemptible, retries=retries, at_s=(s.now - T0).total_seconds(), **amounts)
+        request = req(id, policy, profile, preemptible=preemptible, retries=retries,
+                      at_s=(s.now - T0).total_seconds(), **amounts)
         allotment = s.config.profile[profile].resources
         resources = Vector({**allotment, **request.resources})
         return replace(s, requests=s.requests + (replace(request, resources=resources),))
@@ -147,10 +148,12 @@ SCENARIOS = [
     )),
     Story("non-preemptible requests live inside the reservation", ("S-3", "R-13", "R-22"), DC, (
         step(submit(1, "ml", "job", preemptible=False, gpu=2), expect={1: "allocated on dc"}),
-        step(submit(2, "ml", "job", preemptible=False, gpu=6), expect={1: "allocated on dc", 2: "rejected ExceedsReserved"}),
+        step(submit(2, "ml", "job", preemptible=False, gpu=6),
+        expect={1: "allocated on dc", 2: "rejected ExceedsReserved"}),
     )),
     Story("unmetered keys are not checked", ("S-4", "R-11"), TRAIN, (
-        step(submit(1, "k8s", "job", preemptible=False, gpu=1, mcpu=32000, memory_mb=68720), expect={1: "allocated on train"}),
+        step(submit(1, "k8s", "job", preemptible=False, gpu=1, mcpu=32000, memory_mb=68720),
+        expect={1: "allocated on train"}),
     )),
     Story("a metered key the policy does not mention", ("S-5", "R-12", "R-13"), TRAIN_MCPU, (
         step(submit(1, "k8s", "job", gpu=1, mcpu=4000), expect={1: "allocated on train"}),

@@ -24,34 +24,36 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 
-class _Pauses:
-    """How many pauses are active, and whether the collector was on before the first of them."""
+class _Pause:
+    """The process's one pause: how many blocks are inside it, and whether the collector was on
+    before the first of them. A class rather than a generator, so that leaving the last block
+    makes no object after switching the collector back on: the collection owed for the pass
+    runs at the caller's next allocation, as it did before the pause had its own module."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.active = 0
-        self.resume = False
+        self._lock = threading.Lock()
+        self._active = 0
+        self._resume = False
 
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._active == 0:
+                self._resume = gc.isenabled()
+                gc.disable()
+            self._active += 1
 
-_PAUSES = _Pauses()
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside the block; re-entrant and safe across threads."""
-    with _PAUSES.lock:
-        if _PAUSES.active == 0:
-            _PAUSES.resume = gc.isenabled()
-            gc.disable()
-        _PAUSES.active += 1
-    try:
-        yield
-    finally:
-        with _PAUSES.lock:
-            _PAUSES.active -= 1
-            if _PAUSES.active == 0 and _PAUSES.resume:
+    def __exit__(self, *exception: object) -> None:
+        with self._lock:
+            self._active -= 1
+            if self._active == 0 and self._resume:
                 gc.enable()
+
+
+_PAUSE = _Pause()
+
+
+def collector_paused() -> _Pause:
+    """No cyclic garbage collection inside the block; re-entrant and safe across threads."""
+    return _PAUSE

@@ -6,10 +6,11 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: run test bench clean
 
-$(STAMP): pyproject.toml
+# The server, its test tools, and the client (poolctl, in client/: its own distribution).
+$(STAMP): pyproject.toml client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]' -e './client[yaml]'
 	touch $(STAMP)
 
 ## make run: install, migrate, create the admin and the demo once, serve on PORT (default 8000)

@@ -5,16 +5,18 @@ submission body is read by ``api.submission.read_submission`` (paths and codes o
 the serializers below describe the shapes for the OpenAPI schema, and ``RequestSerializer``
 writes the request object.
 
-Choices where api.md is silent: the list is newest first; ``limit`` is 1…1000 (larger values are
-cut to 1000), ``offset`` ≥ 0; ``state`` takes one state or several separated by commas; an empty
-filter value means no filter; another user's request answers 404, as a missing one does; a body
-above DATA_UPLOAD_MAX_MEMORY_SIZE is a 413.
+Choices where api.md is silent: the list is newest first, paged as every list is
+(api/pagination.py); ``state`` takes one state or several separated by commas; an empty filter
+value means no filter; another user's request answers 404, as a missing one does; a body above
+DATA_UPLOAD_MAX_MEMORY_SIZE is a 413; a user with ``POOLWEB_MAX_PENDING_PER_USER`` pending
+requests gets 429 for one more (a retried ``Idempotency-Key`` still returns its request).
 """
 
 from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
@@ -22,7 +24,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from poolweb.api.errors import DetailSchema, ErrorsSchema, bad_request
+from poolweb.api.errors import DetailSchema, ErrorsSchema, bad_request, echo
 from poolweb.api.fields import QuantityInput
 from poolweb.api.reads import CatchUpOnRead
 from poolweb.api.representations import RequestSerializer
@@ -31,7 +33,7 @@ from poolweb.api.submission import (
 )
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import (
-    RequestFilters, request_by_idempotency_key, request_get, request_history, request_list,
+    RequestFilters, pending_count, request_by_idempotency_key, request_get, request_history, request_list,
 )
 from poolweb.selectors.versions import live_config
 from poolweb.services import requests as services
@@ -44,7 +46,6 @@ from reconcile.resource_settings import MEMORY_UNITS
 TAG = "requests"
 MAX_ATTEMPT = 32767  # Request.attempt is a small integer
 USERNAME_PATTERN = re.compile(r"[\w.@+-]{1,150}")  # Django's username validator
-NUMBER_PATTERN = re.compile(r"[0-9]{1,18}")
 
 
 # --- the submission body, for the schema ---------------------------------------------------------
@@ -87,6 +88,22 @@ FILTERS = [
 ]
 
 
+class TooManyPending(exceptions.APIException):
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "too_many_pending"
+
+
+def check_pending_cap(user) -> None:
+    """``TooManyPending`` when ``user`` already has as many pending requests as one may have. Two
+    submissions at once may both pass at the cap's edge: the cap bounds a runaway script, it is
+    no quota (quotas are the engine's)."""
+    cap = settings.POOLWEB["MAX_PENDING_PER_USER"]
+    pending = pending_count(user=user)
+    if pending >= cap:
+        raise TooManyPending(f"you have {pending} pending requests, and {cap} is the most one user may have "
+                             f"(POOLWEB_MAX_PENDING_PER_USER): cancel some, or wait for them to start")
+
+
 # --- reading query parameters --------------------------------------------------------------------
 
 def read_filters(params) -> RequestFilters:
@@ -105,11 +122,6 @@ def read_filters(params) -> RequestFilters:
         if unknown:
             errors["state"] = [exceptions.ErrorDetail(
                 f"{unknown[0][:40]!r} is not a state: use {', '.join(s.value for s in State)}", code="invalid_choice")]
-    for field in ("limit", "offset"):
-        value = params.get(field)
-        if value is not None and not (NUMBER_PATTERN.fullmatch(value) and (field == "offset" or int(value) >= 1)):
-            low = 1 if field == "limit" else 0
-            errors[field] = [exceptions.ErrorDetail(f"{field} must be an integer ≥ {low}", code="invalid")]
     if errors:
         raise exceptions.ValidationError(errors)
     return RequestFilters(states=states, **values)
@@ -132,7 +144,8 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
     @extend_schema(tags=[TAG], operation_id="requests_create", request=SubmitSchema,
                    parameters=[IDEMPOTENCY_KEY],
                    responses={201: RequestSerializer, 200: RequestSerializer, 400: BAD_REQUEST,
-                              403: OpenApiResponse(DetailSchema, description="not in the policy's group")})
+                              403: OpenApiResponse(DetailSchema, description="not in the policy's group"),
+                              429: OpenApiResponse(DetailSchema, description="too many pending requests")})
     def post(self, request):
         key = request.headers.get("Idempotency-Key")
         try:
@@ -143,7 +156,6 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
         return Response(request_data(row), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
                         headers=headers)
 
-
     @staticmethod
     def submit(request, key: str | None) -> tuple[RequestRow, bool]:
         """A retried ``Idempotency-Key`` returns the first request before the body is even read."""
@@ -153,6 +165,7 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
             earlier = request_by_idempotency_key(user=request.user, key=key)
             if earlier is not None:
                 return earlier, False
+        check_pending_cap(request.user)
         submission = read_submission(request.data, live_config())
         return services.request_submit(user=request.user, submission=submission, idempotency_key=key)
 
@@ -163,7 +176,7 @@ class RequestView(CatchUpOnRead, APIView):
     def get(self, request, id: int):
         row = request_get(user=request.user, request_id=id)
         if row is None:
-            raise exceptions.NotFound(f"there is no request {id}")
+            raise exceptions.NotFound(f"there is no request {echo(id)}")
         return Response(request_data(row))
 
 
@@ -183,7 +196,7 @@ class RequestHistoryView(APIView):
     def get(self, request, id: int):
         changes = request_history(user=request.user, request_id=id)
         if changes is None:
-            raise exceptions.NotFound(f"there is no request {id}")
+            raise exceptions.NotFound(f"there is no request {echo(id)}")
         return Response([change_data(change) for change in changes])
 
 
@@ -224,8 +237,8 @@ class RequestActionView(APIView):
             options = {}
         try:
             row = self.service(user=request.user, request_id=id, **options)
-        except services.RequestNotFound as error:
-            raise exceptions.NotFound(str(error)) from None
+        except services.RequestNotFound:
+            raise exceptions.NotFound(f"there is no request {echo(id)}") from None
         except (services.RequestNotLive, services.RequestConflict) as error:
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         return Response(request_data(row))

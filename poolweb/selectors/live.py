@@ -137,11 +137,9 @@ def live_pool_exists(name: str) -> bool:
 
 
 def pool_queue(name: str) -> QuerySet[RequestRow]:
-    """The pool's pending requests in service order: ``position`` (R-32), then id."""
-    return (RequestRow.objects.filter(state=PENDING, queue_pool=name)
-            .select_related("owner")
-            .only("id", "name", "policy", "profile", "owner__username", "resources", "preemptible",
-                  "position", "reason", "message", "submitted_at")
+    """The pool's pending requests in service order: ``position`` (R-32), then id. Whose they
+    are decides how much of each a reader sees (``selectors.requests.Audience``)."""
+    return (RequestRow.objects.filter(state=PENDING, queue_pool=name).select_related("owner")
             .order_by(F("position").asc(nulls_last=True), "id"))
 
 

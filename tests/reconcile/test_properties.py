@@ -379,7 +379,6 @@ def test_every_change_and_every_wait_has_a_reason_and_a_sentence(config: Config,
     _run(config, actions, grace, check)
 
 
-
 @settings(max_examples=max(300, settings().max_examples // 4))  # secondary: two plans at every pass
 @given(config=configs(), actions=ACTIONS, grace=GRACE)
 def test_terms_kept_across_passes_plan_as_fresh_ones(config: Config, actions: list[tuple], grace: timedelta):

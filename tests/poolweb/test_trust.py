@@ -64,8 +64,8 @@ def between_plan_and_apply(action: Callable[[], object]):
     """Patch the pass's planner so that ``action`` commits after its first plan and before the apply."""
     real, done = reconciler.plan, []
 
-    def planned(snapshot):
-        decided = real(snapshot)
+    def planned(snapshot, terms=None):
+        decided = real(snapshot, terms)
         if not done:
             done.append(True)
             in_another_connection(action)

@@ -31,7 +31,7 @@ from .collector import collector_paused
 from .explain import explain_waiting
 from .groups import QueueGroup, by_submission, pool_queues, service_order
 from .ledger import Ledger
-from .model import ALLOCATED, PENDING, PREEMPTING, Request, Snapshot, State
+from .model import ALLOCATED, PENDING, PREEMPTING, WAITING_FOR_CAPACITY, Request, Snapshot, State
 from .ordering import ServiceKey, service_key
 from .plan import Decision, Plan
 from .preemption import Preemption
@@ -59,6 +59,7 @@ class _Pass:
         self.cancellations: list[Decision] = []
         self.rejections: list[Decision] = []
         self.grants: list[Decision] = []
+        self.released_holds: list[Decision] = []  # R-45 holds that no longer serve their preemptor
         self.victims_of: dict[int, list[int]] = {}  # preemptor → its victims in flight
 
     def run(self) -> Plan:
@@ -77,7 +78,8 @@ class _Pass:
         waiting = explain_waiting(ordered, pool_queues(ordered), self.ledger, self.victims_of, enabled)
         return Plan(
             self.now, tuple(self.expiries), tuple(self.evictions), tuple(self.cancellations),
-            tuple(self.rejections), tuple(self.grants), tuple(preemption.decisions), tuple(preemption.holds), waiting,
+            tuple(self.rejections), tuple(self.grants), tuple(preemption.decisions),
+            (*self.released_holds, *preemption.holds), waiting,
         )
 
     # --- 1. time ---------------------------------------------------------------------
@@ -139,17 +141,33 @@ class _Pass:
         return groups
 
     def _hold(self, group: QueueGroup, pool: str, victims: list[Request]) -> None:
-        """R-45: until it is granted, capacity stays held for a preemptor — while it can use it."""
+        """R-45: until it is granted, capacity stays held for a preemptor — while it can use it. A
+        void hold is released (its ``held_pool`` cleared), so it keeps nobody out."""
+        victims = [v for v in victims if v.pool == pool]
+        void = self._void_hold(group, pool, victims)
+        if void is None:
+            self.victims_of[group.holder] = [v.id for v in victims]
+            self.ledger.hold(group.holder, group.policy, pool, group.resources, group.preemptible,
+                             sum_resources(victims))
+            return
+        holder = group.members[0]
+        if holder.held_pool is not None:
+            self.released_holds.append(_decision(holder, State.PENDING, WAITING_FOR_CAPACITY,
+                                                 f"the capacity held for it on pool {pool} is free again: {void}"))
+
+    def _void_hold(self, group: QueueGroup, pool: str, victims: list[Request]) -> str | None:
+        """Why the hold on ``pool`` is void, or None while it serves its preemptor."""
         if pool not in group.pools:
-            return  # no longer eligible there (a provision changed it): the hold is void
+            return f"it is no longer eligible on pool {pool}"  # a provision changed it
         terms = group.terms[group.pools.index(pool)]
         if self.ledger.over_limit(terms, group.resources) or \
                 self.ledger.over_reserved(terms, group.resources, group.preemptible):
-            return  # its own policy stops it there: holding capacity would only waste it
-        victims = [v for v in victims if v.pool == pool]
-        self.victims_of[group.holder] = [v.id for v in victims]
-        self.ledger.hold(group.holder, group.policy, pool, group.resources, group.preemptible,
-                         sum_resources(victims))
+            return "its own policy stops it there"  # holding capacity would only waste it
+        if not victims and not self.ledger.fits(terms, group.resources, group.preemptible):
+            # R-40: with no victims in flight it may look for victims again, and until it finds
+            # some, a hold that cannot make it fit would only keep everyone else out.
+            return "its victims have left and it still does not fit"
+        return None
 
     def _verdict(self, request: Request, holder: int | None) -> QueueGroup | Ineligible:
         if not self.config.queue_exists(request.policy, request.profile):

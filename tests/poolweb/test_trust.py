@@ -225,6 +225,19 @@ def test_the_periodic_pass_forgets_old_events_even_when_the_pass_fails(provision
     assert Event.objects.count() == 100
 
 
+# --- 6 a hold that outlived its victims ----------------------------------------------------------
+
+def test_a_hold_whose_victims_left_and_cannot_fit_no_longer_waits_for_preemption(one_gpu, alice, bob):
+    running = request_row(bob, "high", "one", 1, state="allocated", pool="p")  # of its own policy: no victim
+    preemptor = request_row(bob, "high", "one", 1)
+    RequestRow.objects.filter(pk=preemptor.pk).update(held_pool="p")  # its victims have left
+    reconcile_pass()
+    preemptor.refresh_from_db()
+    assert (preemptor.held_pool, preemptor.reason) == (None, "WaitingForCapacity")
+    services.request_release(user=bob, request_id=running.pk)
+    assert state_of(preemptor)[0] == "allocated"
+
+
 # --- 8 what was found by reading -------------------------------------------------------------------
 
 def test_an_inline_pass_forgets_what_is_no_longer_kept(provisioned, bob, settings):

@@ -274,6 +274,16 @@ def evicted_after(seconds: float, *, retries: int = 1, attempt: int = 1, reason=
     return snapshot(PRIORITIES, victim, req(2, "hi", "job", gpu=2))
 
 
+def outlived_hold(*, lo_running: bool = False):
+    """hi (2) holds 2 gpu on p for its victims, who have left; meanwhile a provision cut p to 2
+    gpu, of which a non-preemptible request of mid (1) holds one: 2 fits no more, and lo (3) waits
+    for the free gpu. Or (``lo_running``) p has 3 gpu and lo (4) runs on one: a victim again."""
+    cut = one_pool(HIGH, MID, LOW, gpu=3 if lo_running else 2)
+    mid = req(1, "mid", "job", gpu=1, state=ALLOCATED, pool="p", preemptible=False)
+    waiting = req(4, "lo", "job", gpu=1, state=ALLOCATED, pool="p") if lo_running else req(3, "lo", "job", gpu=1)
+    return snapshot(cut, mid, req(2, "hi", "job", gpu=2, held="p"), waiting)
+
+
 EVICTION = [
     Case("what the first victim freed is held while the second is still leaving", ("R-45",),
          half_evicted(second_victim_left=False),
@@ -298,6 +308,12 @@ EVICTION = [
     Case("a reclaimed victim keeps its reason when it ends", ("R-44", "R-46"),
          evicted_after(31, retries=0, reason=Reason.RECLAIMED),
          {1: "preempted Reclaimed", 2: "allocated on p"}),
+    Case("a hold whose victims left while a provision cut the pool keeps nobody else out", ("R-40", "R-45"),
+         outlived_hold(),
+         {1: "allocated on p", 2: "pending WaitingForCapacity #1", 3: "allocated on p"}),
+    Case("a preemptor whose victims left looks for victims again", ("R-40", "R-45"),
+         outlived_hold(lo_running=True),
+         {1: "allocated on p", 2: "pending WaitingForPreemption #1", 4: "preempting PreemptedByPriority by 2"}),
 ]
 
 

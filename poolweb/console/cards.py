@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from poolweb.selectors.live import PoolState
-from reconcile import Config, Profile, format_quantity
+from reconcile import Config, Profile
+from reconcile.quantity import quantity_text
 
 NO_CAPACITY = 0  # a key a pool over-uses without having it (a provision removed it, R-57)
 
@@ -149,8 +150,9 @@ class Board:
             yield from card.issues
 
 
-def quantity_text(milli: int | None) -> str | None:
-    return None if milli is None else str(format_quantity(milli))
+def optional_text(milli: int | None) -> str | None:
+    """A reserved or a limit that may be absent, as quantity_text shows it."""
+    return None if milli is None else quantity_text(milli)
 
 
 def key_order(key: str) -> tuple[bool, str]:
@@ -174,7 +176,7 @@ def config_board(config: Config, *, usage: Iterable[PoolState] = (), pending: Ma
                                  None if running is None else running.get(p.name, 0))
                      for i, p in enumerate(config.profiles))
     policies = tuple(PolicyCard(i, p.name, p.description, p.group, str(p.priority),
-                                tuple(QuotaLine(q.scope, q.key, quantity_text(q.reserved), quantity_text(q.limit))
+                                tuple(QuotaLine(q.scope, q.key, optional_text(q.reserved), optional_text(q.limit))
                                       for q in p.quotas)) for i, p in enumerate(config.policies))
     return Board(pools, profiles, policies)
 

@@ -20,9 +20,9 @@ from typing import Any
 
 from poolweb.console.cards import (
     Amount, Board, Finding, Link, Mark, PolicyCard, PoolCard, ProfileCard, QuotaLine, Removed, key_order,
-    quantity_text,
 )
 from reconcile import ALL_POOLS, QuantityError, parse_quantity
+from reconcile.quantity import quantity_text
 
 _CARD_PATH = re.compile(r"(pools|profiles|policies)\[(\d+)\]")
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from poolweb.console.cards import quantity_text
+from poolweb.console.cards import optional_text
 from poolweb.services.preview import DraftPreview
 from reconcile import Decision
 from reconcile.diff import KINDS, Change, show_value
 from reconcile.preview import Preview
+from reconcile.quantity import quantity_text
 from reconcile.report import UsageRow, row_order
 
 TITLES = {"pool": "Pools", "profile": "Profiles", "policy": "Policies"}
@@ -110,7 +111,7 @@ def _usage_lines(preview: Preview) -> list[UsageLine]:
 def _figures(row: UsageRow | None) -> Figures | None:
     if row is None:
         return None
-    return Figures(quantity_text(row.usage), quantity_text(row.reserved), quantity_text(row.limit))
+    return Figures(quantity_text(row.usage), optional_text(row.reserved), optional_text(row.limit))
 
 
 COMING = {

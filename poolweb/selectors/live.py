@@ -20,7 +20,7 @@ from django.db.models import Count, F, QuerySet
 
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
-from poolweb.selectors.versions import live_config
+from poolweb.selectors.versions import live_config, live_prepared
 from reconcile import ALL_POOLS, State
 from reconcile.document import NAME_PATTERN
 from reconcile.quantity import unmetered_keys
@@ -146,7 +146,7 @@ def pool_queue(name: str) -> QuerySet[RequestRow]:
 def policy_states(names: Collection[str] | None = None) -> list[PolicyState]:
     """Every policy of the live configuration (or those of ``names``), in configuration order,
     with its usage rows (reconcile.report: one per scope and key with a quota row or live usage)."""
-    config = live_config()
+    config, terms = live_prepared()
     live_rows = RequestRow.objects.filter(state__in=LIVE_STATES)
     if names is not None:
         live_rows = live_rows.filter(policy__in=names)
@@ -157,7 +157,7 @@ def policy_states(names: Collection[str] | None = None) -> list[PolicyState]:
         running[(request.policy, request.pool)] += 1
         running[(request.policy, ALL_POOLS)] += 1
     rows_of: defaultdict[str, list[ScopeUsage]] = defaultdict(list)
-    for row in usage_report(config, live):
+    for row in usage_report(config, live, terms):
         at = (row.policy, row.scope)
         rows_of[row.policy].append(ScopeUsage(row.scope, row.key, row.usage, row.reserved, row.limit, row.borrowed,
                                               pending[at], running[at]))

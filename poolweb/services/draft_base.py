@@ -4,7 +4,7 @@ The console saves its drafts with ``base_version``: the live version the admin s
 from nothing). If another admin provisions in the meantime, provisioning the draft as it is
 would silently undo their version, so it is refused (``DraftStale``) unless the caller confirms
 it has seen what changed. A draft saved without a base (a script, ``config import``) has none
-and is never stale: it behaves exactly as before the base existed. Decision 41.
+and is never stale: it behaves exactly as before the base existed. Decision 43.
 """
 
 from __future__ import annotations

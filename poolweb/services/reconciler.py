@@ -17,10 +17,8 @@ provisions (R-57) from changing the configuration under a pass.
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -34,6 +32,7 @@ from poolweb.services import events
 from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.site import site_locked
 from reconcile import Plan, Request, Snapshot, State, plan
+from reconcile.collector import collector_paused
 
 log = logging.getLogger(__name__)
 
@@ -87,29 +86,16 @@ def reconcile_pass(*, now: datetime | None = None, dry_run: bool = False, trigge
 
 def _pass(now: datetime | None, dry_run: bool, trigger: str) -> PassResult:
     started = time.perf_counter()
-    with transaction.atomic(), _collector_paused():
+    with transaction.atomic(), collector_paused():
         site_locked()
         now = now or timezone.now()  # under the lock: a pass that waited behind another is not in the past
-        snapshot, _, waits = load_pass_input(now)
-        decided = plan(snapshot)
+        snapshot, version, waits = load_pass_input(now)
+        decided = plan(snapshot, version.terms)
         writes = Writes() if dry_run else apply_plan(snapshot, waits, decided)
         result = _result(snapshot, decided, writes, started)
         if writes.fields or writes.conflicts:
             _record(result, now, trigger)
     return result
-
-
-@contextmanager
-def _collector_paused():
-    """A pass makes 10^5 small objects that all live until it ends: the cyclic collector would
-    walk them again and again (a third of the snapshot's load time) and find nothing."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def apply_plan(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) -> Writes:

@@ -1,6 +1,6 @@
 """Browser tests: the real console in headless Chromium (Debian's, at /usr/bin/chromium), driven
 by Playwright's sync API, against a real daphne serving poolweb.asgi on the tests' database —
-HTTP, static files and the /ws/events/ stream, as ``make run`` serves them (decision 43).
+HTTP, static files and the /ws/events/ stream, as ``make run`` serves them (decision 45).
 
 One browser and one server for the package; each test gets a fresh browser context
 (cookies, storage) and a flushed database (``transactional_db``: the server must see what the

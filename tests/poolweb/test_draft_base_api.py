@@ -1,4 +1,4 @@
-"""The draft's base version and the diff between versions (decision 41): a draft saved with
+"""The draft's base version and the diff between versions (decision 43): a draft saved with
 ``?base_version=N`` is refused with 409 once another version is live, unless ``confirm_stale``;
 a draft saved without one behaves as before; ``/config/versions/{a}/diff/{b}`` says what changed."""
 

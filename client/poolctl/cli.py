@@ -22,7 +22,7 @@ from poolctl.api import Client, RequestRef, request_id
 from poolctl.commands import (Commands, Handler, Output, Parser, client_for, common_options, exit_code_table,
                               wait_with_progress)
 from poolctl.config import normalise_url, read_file, write_file
-from poolctl.errors import FAILURE, Interrupted, PoolctlError, UsageError, ended
+from poolctl.errors import FAILURE, INTERRUPTED, Interrupted, PoolctlError, UsageError, ended
 from poolctl.models import Request
 from poolctl.render import Cell, duration, local_time, number_cell, quantities, state_cell, state_word
 from poolctl.run import add_run_command
@@ -273,4 +273,8 @@ def report(out: Output, error: PoolctlError) -> int:
 
 
 def entry_point() -> None:
-    sys.exit(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:  # a second Ctrl-C while the first was being answered
+        code = INTERRUPTED
+    sys.exit(code)

@@ -4,6 +4,7 @@ and one line naming the fix for each mistake a person makes (the client issue, i
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -34,6 +35,7 @@ def test_json_output_is_one_document_a_script_can_parse(poolctl):
 def test_the_queue_shows_who_waits_in_service_order(poolctl, live):
     blocker = json.loads(poolctl("--json", "submit", "--policy", "dev", "--profile", "two", "--wait").stdout)
     waiting = json.loads(poolctl("--json", "submit", "--policy", "dev", "--profile", "one").stdout)
+    placed(poolctl, waiting["id"])
     queue = poolctl("--json", "queue", "box")
     entries = json.loads(queue.stdout)
     assert [(e["id"], e["position"], e["owner"]) for e in entries] == [(waiting["id"], 1, "bob")]
@@ -43,6 +45,14 @@ def test_the_queue_shows_who_waits_in_service_order(poolctl, live):
     assert timed_out.returncode == errors.TIMEOUT and "still pending after 1 s" in timed_out.stderr
     assert poolctl("cancel", str(waiting["id"])).returncode == 0
     assert poolctl("release", str(blocker["id"])).returncode == 0
+
+
+def placed(poolctl, request_id: int, timeout: float = 30) -> None:
+    """Until a pass has placed the request in its pool's queue: the queue lists what passes placed."""
+    deadline = time.monotonic() + timeout
+    while json.loads(poolctl("--json", "status", str(request_id)).stdout)["position"] is None:
+        assert time.monotonic() < deadline, f"request {request_id} was never placed in a queue"
+        time.sleep(0.1)
 
 
 def test_human_output_is_a_table_with_a_hint_for_the_next_command(poolctl):

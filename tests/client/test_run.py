@@ -155,7 +155,10 @@ def test_interrupted_while_waiting_cancels_the_request_and_exits_130(live, tmp_p
     wait_until(lambda: bob.list(state="pending"), 30, "the run to submit")
     run.send_signal(signal.SIGTERM)
     code, stderr = finish(run)
-    assert code == errors.INTERRUPTED, stderr
+    # 130, or death by SIGINT, which a shell reports as the same 130 (128 + 2): CPython ends so when
+    # the KeyboardInterrupt the signal raised surfaces while the interpreter is already exiting.
+    assert code in (errors.INTERRUPTED, -signal.SIGINT), stderr
+    assert "interrupted; request" in stderr
     assert journal(tmp_path) == [] and result(tmp_path)["state"] == "cancelled"
 
 

@@ -132,9 +132,11 @@ class Site:
         self.admin_token = admin_token
 
     def switch(self, enabled: bool) -> float:
+        """Turn management on or off; when the call was sent (t0)."""
+        sent = time.time()
         status, _ = self.admin.call("PUT", "/api/v1/management", {"enabled": enabled})
         assert status == 200, status
-        return time.time()
+        return sent
 
     def submit(self, count: int, policy: str = "low") -> list:
         from bench.clients import split

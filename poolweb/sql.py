@@ -11,14 +11,18 @@ on write, model instances and ``bulk_create`` for events); here it costs what th
   process, a row costs nothing more) and as ``UPDATE … FROM (VALUES …)`` a thousand rows at a time
   on PostgreSQL (whose ``executemany`` pays a parse, bind and execute round per row);
 - ``insert_events``: multi-row ``INSERT``s, 500 rows to a statement;
-- ``lock_outbox`` and ``sequence_high_water``: PostgreSQL's advisory lock and sequence functions.
+- ``lock_outbox`` and ``sequence_high_water``: PostgreSQL's advisory lock and sequence functions;
+- ``pass_lock``: passes, provisions and the switch one at a time, without SQLite's write lock.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone as dt_timezone
 
 from django.db import connection
@@ -27,7 +31,8 @@ from poolweb.models import Event, Request as RequestRow
 
 CHUNK = 2000  # values per IN (…): below every database's limit of bound parameters
 OUTBOX_LOCK = 0x706F_6F6C_0001  # pg_advisory_xact_lock keys: the outbox writers,
-SCHEDULES_LOCK = 0x706F_6F6C_0002  # and whoever arms the worker's schedules
+SCHEDULES_LOCK = 0x706F_6F6C_0002  # whoever arms the worker's schedules,
+PASS_LOCK = 0x706F_6F6C_0003  # and passes, provisions and the switch (pass_lock)
 
 
 def select_requests(fields: Sequence[str], column: str, values: Sequence) -> list[tuple]:
@@ -122,6 +127,55 @@ def lock(key: int) -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+
+
+_held = threading.local()  # how deep this thread is in pass_lock: a nested use takes nothing more
+
+
+@contextmanager
+def pass_lock() -> Iterator[None]:
+    """Held by a pass for its whole run and by a provision or the switch for theirs, in every
+    process, and released at the end of the block.
+
+    Not the database's write lock: a pass reads and plans under it while submissions, releases
+    and heartbeats commit beside it, and takes the write lock only for its writes. On SQLite it is
+    ``flock`` on a file beside the database (each holder opens the file itself, so threads
+    exclude each other too, and a process that dies lets go). On PostgreSQL it is an advisory
+    lock: of the session, released at the end of the block; inside a transaction, of the
+    transaction (an aborted one could not run the unlock), released when it ends.
+    """
+    if getattr(_held, "depth", 0):
+        _held.depth += 1
+        try:
+            yield
+        finally:
+            _held.depth -= 1
+        return
+    with _acquired():
+        _held.depth = 1
+        try:
+            yield
+        finally:
+            _held.depth = 0
+
+
+@contextmanager
+def _acquired() -> Iterator[None]:
+    if connection.vendor != "postgresql":
+        with open(f"{connection.settings_dict['NAME']}.pass-lock", "a") as file:
+            fcntl.flock(file, fcntl.LOCK_EX)
+            yield  # closing the file lets go
+        return
+    in_transaction = connection.in_atomic_block
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)" if in_transaction else "SELECT pg_advisory_lock(%s)",
+                       [PASS_LOCK])
+    try:
+        yield
+    finally:
+        if not in_transaction:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [PASS_LOCK])
 
 
 def lock_outbox() -> None:

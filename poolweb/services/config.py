@@ -106,8 +106,7 @@ def version_restore(*, number: int, user) -> dict:
 
 def management_set(*, enabled: bool, user) -> bool:
     """Switch resource management on or off (R-30, R-58); the new state."""
-    with transaction.atomic():
-        state = site_locked()
+    with site_locked() as state, transaction.atomic():
         changed = state.management_enabled != enabled
         state.management_enabled = enabled
         state.save(update_fields=["management_enabled"])
@@ -124,8 +123,7 @@ def _provision(*, document: Any, author, comment: str) -> ConfigVersion:
     errors = checked.errors + text_errors(comment, "comment", MAX_COMMENT)
     if errors or checked.config is None:
         raise ConfigInvalid(errors)
-    with transaction.atomic():
-        state = site_locked()
+    with site_locked() as state, transaction.atomic():
         # R-57 is checked under the lock, against the requests live at this moment.
         refusals = removal_refusals(checked.config)
         if refusals:

@@ -10,9 +10,12 @@ decisions are dropped with it (R-40, R-41). One change is not safe to drop aroun
 that renewed a lease the plan expires. Grants of the same plan may already use the room the
 expiry frees, so the whole plan is void; it is rolled back and made again from a fresh read.
 
-One pass at a time: the site row is locked (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the
-IMMEDIATE transaction holds the database's one write lock from its start), which also keeps
-provisions (R-57) from changing the configuration under a pass.
+One pass at a time, and no provision (R-57) under a pass: the pass holds the pass lock
+(``site_locked``) from its clock to its commit. That lock is not the database's write lock: the
+snapshot is read and planned outside any write transaction (SQLite's WAL lets writers commit
+meanwhile), and only the writes take it, in one short transaction. So a submission, release,
+cancel or heartbeat can commit between the read and the write on both databases, and the conflict
+rules above are what keep the plan honest.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,12 +32,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from poolweb import sql
-from poolweb.models import PassRecord, Request as RequestRow
+from poolweb.models import LiveChange, PassRecord, Request as RequestRow
 from poolweb.selectors.snapshot import NO_WAIT, StoredWait, load_pass_input
 from poolweb.services import events
+from poolweb.selectors.live import PolicyState, PoolState, policy_states_of, pool_states_of
 from poolweb.services.changes import decision_columns
 from poolweb.services.site import site_locked
-from reconcile import Plan, Request, Snapshot, State, plan
+from reconcile import ALL_POOLS, Config, Plan, Request, Snapshot, State, plan
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +67,10 @@ class Writes:
     pools: set[str] = field(default_factory=set)
     policies: set[str] = field(default_factory=set)
     conflicts: int = 0
+    after: dict[int, Request] = field(default_factory=dict)  # every request of the snapshot, as the plan leaves it
+    dropped: set[int] = field(default_factory=set)  # conflicts: no longer what the snapshot said
+    payloads: dict[int, dict] = field(default_factory=dict)  # of the announced, read before the write
+    live_changes: list[int] = field(default_factory=list)  # LiveChange rows this pass announces
 
 
 class PlanVoid(Exception):
@@ -86,16 +95,26 @@ def reconcile_pass(*, now: datetime | None = None, dry_run: bool = False, trigge
 
 def _pass(now: datetime | None, dry_run: bool, trigger: str) -> PassResult:
     started = time.perf_counter()
-    with transaction.atomic(), _collector_paused():
-        site_locked()
+    with site_locked() as state, _collector_paused():
         now = now or timezone.now()  # under the lock: a pass that waited behind another is not in the past
-        snapshot, _, waits = load_pass_input(now)
+        # Read before the snapshot: a change committed after this read leaves its row to the next pass.
+        live_changes = [] if dry_run else list(LiveChange.objects.values_list("id", "pool", "policy"))
+        snapshot, _, waits = load_pass_input(now, state)
         decided = plan(snapshot)
-        writes = Writes() if dry_run else apply_plan(snapshot, waits, decided)
-        result = _result(snapshot, decided, writes, started)
-        if writes.fields or writes.conflicts:
-            _record(result, now, trigger)
-    return result
+        writes = Writes() if dry_run else planned_writes(snapshot, waits, decided)
+        for change_id, pool, policy in live_changes:
+            writes.live_changes.append(change_id)
+            writes.pools.update([pool] if pool else [])
+            writes.policies.add(policy)
+        if writes.fields or writes.pools or writes.policies:
+            writes.payloads = events.request_dicts(writes.announced)  # outside the write lock
+            with transaction.atomic():  # on SQLite the write lock, from here to the commit only
+                apply_plan(snapshot, decided, writes)
+                result = _result(snapshot, decided, writes, started)
+                if writes.fields or writes.conflicts:
+                    _record(result, now, trigger)
+            return result
+    return _result(snapshot, decided, writes, started)
 
 
 @contextmanager
@@ -111,19 +130,47 @@ def _collector_paused():
             gc.enable()
 
 
-def apply_plan(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) -> Writes:
-    """Write ``decided`` and its events; what was written comes back."""
-    writes = planned_writes(snapshot, waits, decided)
+def apply_plan(snapshot: Snapshot, decided: Plan, writes: Writes) -> None:
+    """Write the planned rows still as the plan saw them, and the events of what was written;
+    in the caller's transaction."""
     _drop_conflicts(writes)
     sql.update_requests(writes.fields)
-    events.publish_requests(writes.announced & writes.fields.keys())
-    events.publish_live(writes.pools, writes.policies)
-    return writes
+    announced = writes.announced & writes.fields.keys()
+    for request_id in announced:
+        writes.payloads[request_id].update(writes.fields[request_id])
+    events.publish_request_dicts(writes.payloads[request_id] for request_id in sorted(announced))
+    events.publish_live(*_live_states(snapshot.config, decided, writes))
+    LiveChange.objects.filter(pk__in=writes.live_changes).delete()
+
+
+def _live_states(config: Config, decided: Plan, writes: Writes) -> tuple[list[PoolState], list[PolicyState]]:
+    """The announced pools and policies as this pass leaves them, from its own values (no query):
+    the snapshot with the plan applied, less the requests that changed under it (they left a
+    ``LiveChange``, so the next pass announces them again)."""
+    live, held = [], []
+    pending: Counter = Counter()
+    for request in writes.after.values():
+        if request.id in writes.dropped:
+            continue
+        if request.state.live:
+            live.append(request)
+        elif request.state is State.PENDING:
+            if request.held_pool:
+                held.append((request.held_pool, request.resources))
+            waiting = decided.waiting.get(request.id)
+            if waiting is not None and waiting.pool:
+                pending.update([waiting.pool, (request.policy, waiting.pool), (request.policy, ALL_POOLS)])
+            else:
+                pending[(request.policy, ALL_POOLS)] += 1
+    pools = pool_states_of(config, ((r.pool, r.resources) for r in live), held, pending, writes.pools) \
+        if writes.pools else []
+    policies = policy_states_of(config, live, pending, writes.policies) if writes.policies else []
+    return pools, policies
 
 
 def planned_writes(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) -> Writes:
-    writes = Writes()
-    _write_decisions(writes, {r.id: r for r in snapshot.requests}, waits, decided)
+    writes = Writes(after={r.id: r for r in snapshot.requests})
+    _write_decisions(writes, writes.after, waits, decided)
     _write_waits(writes, snapshot, waits, decided)
     return writes
 
@@ -179,6 +226,8 @@ def _drop_conflicts(writes: Writes) -> None:
                 _drop(writes, request_id)
             elif request_id in writes.leases and lease != writes.leases[request_id]:
                 raise PlanVoid(f"the lease of request {request_id} was renewed")
+            elif request_id in writes.payloads:
+                writes.payloads[request_id]["lease_expires_at"] = lease  # a renewal the plan did not see
     now = timezone.now()
     for fields in writes.fields.values():
         fields["updated_at"] = now  # a plain UPDATE skips auto_now
@@ -187,6 +236,7 @@ def _drop_conflicts(writes: Writes) -> None:
 def _drop(writes: Writes, request_id: int) -> None:
     if writes.fields.pop(request_id, None) is not None:
         writes.conflicts += 1
+        writes.dropped.add(request_id)
     for victim in writes.victims.pop(request_id, ()):  # no preemption for a request that left (R-40)
         _drop(writes, victim)
 

@@ -69,7 +69,8 @@ class Writes:
     conflicts: int = 0
     after: dict[int, Request] = field(default_factory=dict)  # every request of the snapshot, as the plan leaves it
     dropped: set[int] = field(default_factory=set)  # conflicts: no longer what the snapshot said
-    payloads: dict[int, dict] = field(default_factory=dict)  # of the announced, read before the write
+    payloads: dict[int, dict] = field(default_factory=dict)  # the announced, read before the write
+    encoded: dict[int, events.Encoded] = field(default_factory=dict)  # their events, encoded before it
     live_changes: list[int] = field(default_factory=list)  # LiveChange rows this pass announces
 
 
@@ -107,7 +108,7 @@ def _pass(now: datetime | None, dry_run: bool, trigger: str) -> PassResult:
             writes.pools.update([pool] if pool else [])
             writes.policies.add(policy)
         if writes.fields or writes.pools or writes.policies:
-            writes.payloads = events.request_dicts(writes.announced)  # outside the write lock
+            _prepare_events(writes)  # outside the write lock
             with transaction.atomic():  # on SQLite the write lock, from here to the commit only
                 apply_plan(snapshot, decided, writes)
                 result = _result(snapshot, decided, writes, started)
@@ -133,14 +134,21 @@ def _collector_paused():
 def apply_plan(snapshot: Snapshot, decided: Plan, writes: Writes) -> None:
     """Write the planned rows still as the plan saw them, and the events of what was written;
     in the caller's transaction."""
-    _drop_conflicts(writes)
+    renewed = _drop_conflicts(writes)
     sql.update_requests(writes.fields)
-    announced = writes.announced & writes.fields.keys()
-    for request_id in announced:
-        writes.payloads[request_id].update(writes.fields[request_id])
-    events.publish_request_dicts(writes.payloads[request_id] for request_id in sorted(announced))
+    writes.encoded.update(events.encoded_requests(writes.payloads[request_id] for request_id in renewed))
+    events.publish_encoded(writes.encoded[request_id] for request_id in sorted(writes.encoded.keys() & writes.fields))
     events.publish_live(*_live_states(snapshot.config, decided, writes))
     LiveChange.objects.filter(pk__in=writes.live_changes).delete()
+
+
+def _prepare_events(writes: Writes) -> None:
+    """The announced request objects, read now and overlaid with what the pass will write, and
+    their events encoded: ten thousand of them after a burst, none of it under the write lock."""
+    writes.payloads = events.request_dicts(writes.announced)
+    for request_id, row in writes.payloads.items():
+        row.update(writes.fields[request_id])
+    writes.encoded = events.encoded_requests(writes.payloads.values())
 
 
 def _live_states(config: Config, decided: Plan, writes: Writes) -> tuple[list[PoolState], list[PolicyState]]:
@@ -162,9 +170,10 @@ def _live_states(config: Config, decided: Plan, writes: Writes) -> tuple[list[Po
                 pending.update([waiting.pool, (request.policy, waiting.pool), (request.policy, ALL_POOLS)])
             else:
                 pending[(request.policy, ALL_POOLS)] += 1
-    pools = pool_states_of(config, ((r.pool, r.resources) for r in live), held, pending, writes.pools) \
-        if writes.pools else []
-    policies = policy_states_of(config, live, pending, writes.policies) if writes.policies else []
+    pools = pool_states_of(config, ((r.pool, r.resources) for r in live if r.pool in writes.pools), held,
+                           pending, writes.pools) if writes.pools else []
+    policies = policy_states_of(config, [r for r in live if r.policy in writes.policies], pending,
+                                writes.policies) if writes.policies else []
     return pools, policies
 
 
@@ -211,10 +220,11 @@ def _write_waits(writes: Writes, snapshot: Snapshot, waits: dict[int, StoredWait
             writes.policies.add(policy_of[request_id])
 
 
-def _drop_conflicts(writes: Writes) -> None:
+def _drop_conflicts(writes: Writes) -> list[int]:
     """Lock the rows to write; drop those no longer in the state the plan saw, and with a
-    preemptor its victims; ``PlanVoid`` when a lease the plan expires was renewed."""
-    ids = list(writes.fields)
+    preemptor its victims; ``PlanVoid`` when a lease the plan expires was renewed. Returns the
+    announced requests whose lease was renewed meanwhile (their events are made again)."""
+    ids, renewed = list(writes.fields), []
     for start in range(0, len(ids), sql.CHUNK):
         chunk = ids[start:start + sql.CHUNK]
         current = {request_id: (state, lease) for request_id, state, lease in
@@ -226,11 +236,21 @@ def _drop_conflicts(writes: Writes) -> None:
                 _drop(writes, request_id)
             elif request_id in writes.leases and lease != writes.leases[request_id]:
                 raise PlanVoid(f"the lease of request {request_id} was renewed")
-            elif request_id in writes.payloads:
-                writes.payloads[request_id]["lease_expires_at"] = lease  # a renewal the plan did not see
+            elif _renewed_meanwhile(writes, request_id, lease):
+                writes.payloads[request_id]["lease_expires_at"] = lease
+                renewed.append(request_id)
     now = timezone.now()
     for fields in writes.fields.values():
         fields["updated_at"] = now  # a plain UPDATE skips auto_now
+    return renewed
+
+
+def _renewed_meanwhile(writes: Writes, request_id: int, lease: datetime | None) -> bool:
+    """Whether an announced request the pass writes without touching its lease had it renewed
+    since the announcement was read (a heartbeat): its event must carry the new lease."""
+    return (request_id in writes.payloads and request_id in writes.fields
+            and "lease_expires_at" not in writes.fields[request_id]
+            and lease != writes.payloads[request_id]["lease_expires_at"])
 
 
 def _drop(writes: Writes, request_id: int) -> None:

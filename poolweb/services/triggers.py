@@ -30,6 +30,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import logging
+import time
 
 from django import db
 from django.conf import settings
@@ -52,6 +53,7 @@ LIVE = (State.ALLOCATED.value, State.PREEMPTING.value)
 PREEMPTING = State.PREEMPTING.value
 IDLE_SECONDS = 60.0  # the loop passes at least this often, as the periodic pass does
 RETRY_SECONDS = 1.0
+MAX_GAP_SECONDS = 0.25  # the longest a change waits for the pass after a long one (see follow)
 
 log = logging.getLogger(__name__)
 
@@ -69,11 +71,17 @@ def reconcile_soon(trigger: str = "change") -> bool:
 def follow() -> None:
     """The pass loop (``manage.py reconcile --follow``): a pass at start, then one whenever woken
     or at the next deadline, until the process is stopped. A failed pass is logged and tried
-    again at the next wake-up, or after ``RETRY_SECONDS``."""
+    again at the next wake-up, or after ``RETRY_SECONDS``.
+
+    Coalescing: a pass answers every wake-up that came before it read, and after a pass of D
+    seconds the next starts no sooner than D later (at most ``MAX_GAP_SECONDS``). Under a burst
+    the loop so takes at most half of one core, and the web processes the rest, while each pass
+    takes in everything that arrived meanwhile; a quiet site passes at once."""
     listener = wakeup.Listener()
     trigger = "start"
     try:
         while True:
+            started = time.monotonic()
             try:
                 reconcile_pass(trigger=trigger)
                 timeout = _seconds_to(next_deadline())
@@ -81,7 +89,12 @@ def follow() -> None:
                 log.exception("a pass failed; trying again at the next change or in %s s", RETRY_SECONDS)
                 db.close_old_connections()  # a connection the database dropped is opened again
                 timeout = RETRY_SECONDS
-            trigger = "change" if listener.wait(timeout) else "deadline"
+            ended = time.monotonic()
+            woken = listener.wait(timeout)
+            if woken:
+                time.sleep(max(0.0, ended + min(ended - started, MAX_GAP_SECONDS) - time.monotonic()))
+                listener.drain()  # what came while it slept: this pass answers it too
+            trigger = "change" if woken else "deadline"
     finally:
         listener.close()
 

@@ -76,12 +76,17 @@ class Listener:
             self._socket.recv(64)
         except TimeoutError:
             return False
+        self.drain()
+        return True
+
+    def drain(self) -> None:
+        """Take every wake-up waiting, without waiting."""
         self._socket.setblocking(False)
         try:
             while True:
                 self._socket.recv(64)
         except BlockingIOError:
-            return True
+            pass
 
     def close(self) -> None:
         self._socket.close()

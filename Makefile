@@ -1,15 +1,23 @@
 # Poolweb — the two commands a newcomer needs: `make run` and `make test`.
-PYTHON ?= python3.11
+# The interpreter: PYTHON=… if given, else the first of python3.13, python3.12, python3.11 on the
+# PATH that runs (a pyenv shim for a version it does not enable is on the PATH but fails).
+SUPPORTED := python3.13 python3.12 python3.11
+ifndef PYTHON
+PYTHON := $(firstword $(foreach p,$(SUPPORTED),$(shell $(p) -c 'import sys; assert (3, 11) <= sys.version_info < (3, 14)' >/dev/null 2>&1 && echo $(p))))
+endif
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
 .PHONY: run test bench clean
 
-$(STAMP): pyproject.toml
+# The server, its test tools, and the client (poolctl, in client/: its own distribution).
+$(STAMP): pyproject.toml client/pyproject.toml
+	@test -n "$(PYTHON)" || { echo "No Python 3.11, 3.12 or 3.13 found on the PATH ($(SUPPORTED))." \
+		"Install one, or name it: make run PYTHON=/path/to/python3.12" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]' -e './client[yaml]'
 	touch $(STAMP)
 
 ## make run: install, migrate, create the admin and the demo once, serve on PORT (default 8000)

@@ -226,12 +226,14 @@ def flat(site) -> dict:
 
 
 def _store_pending(count: int) -> None:
-    """``count`` pending requests stored directly, as submissions would have stored them."""
+    """``count`` pending requests stored directly, as submissions would have stored them, shared
+    among the clients' users (each stays below the per-user cap on pending requests)."""
     from django.contrib.auth.models import User
 
     from poolweb.models import Request as RequestRow
 
-    owner = User.objects.get(username="client0")
+    owners = list(User.objects.filter(username__startswith="client"))
     RequestRow.objects.bulk_create(
-        [RequestRow(owner=owner, policy="low", profile="one", resources={"gpu": 1000, "step_run": 1000},
-                    message="waiting for the next pass") for _ in range(count)], batch_size=1000)
+        [RequestRow(owner=owners[n % len(owners)], policy="low", profile="one",
+                    resources={"gpu": 1000, "step_run": 1000}, message="waiting for the next pass")
+         for n in range(count)], batch_size=1000)

@@ -1,19 +1,106 @@
-"""Django's admin: the record of reconcile passes, read-only, for whoever runs the service."""
+"""Django's admin, for whoever runs the service: what happened (passes, requests, configuration
+versions) read-only — decisions are the reconciler's and the API's — and API tokens, which an
+admin may revoke (delete: the token stops working at once)."""
+
+from __future__ import annotations
 
 from django.contrib import admin
 
-from poolweb.models import PassRecord
+from poolweb.models import ApiToken, ConfigVersion, PassRecord, Policy, Pool, Profile, Request
+
+
+class ReadOnly(admin.ModelAdmin):
+    """Shown, never changed here."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(PassRecord)
-class PassRecordAdmin(admin.ModelAdmin):
+class PassRecordAdmin(ReadOnly):
     list_display = ("started_at", "trigger", "duration_ms", "pending", "live", "grants", "preemptions",
                     "evictions", "expiries", "rejections", "cancellations", "conflicts")
     list_filter = ("trigger",)
     date_hierarchy = "started_at"
 
-    def has_add_permission(self, request) -> bool:
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return True  # old records may go; the periodic pass prunes them too
+
+
+@admin.register(Request)
+class RequestAdmin(ReadOnly):
+    list_display = ("id", "name", "owner", "policy", "profile", "state", "reason", "pool", "position",
+                    "submitted_at", "finished_at")
+    list_filter = ("state", "policy", "pool", "owner")
+    search_fields = ("=id", "name", "owner__username")
+    date_hierarchy = "submitted_at"
+    list_select_related = ("owner",)
+    show_full_result_count = False  # a count of a large table on every page is slow on PostgreSQL
+
+
+class InVersion(admin.TabularInline):
+    """A version's rows, read-only, beside its document."""
+
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+class PoolInline(InVersion):
+    model = Pool
+    fields = ("name", "description", "capacity")
+
+
+class ProfileInline(InVersion):
+    model = Profile
+    fields = ("name", "description", "resources", "dynamic")
+
+
+class PolicyInline(InVersion):
+    model = Policy
+    fields = ("name", "description", "group_name", "priority")
+
+
+@admin.register(ConfigVersion)
+class ConfigVersionAdmin(ReadOnly):
+    list_display = ("number", "author_label", "created_at", "comment")
+    search_fields = ("=number", "comment", "author__username", "author_name")
+    fields = ("number", "author_label", "created_at", "comment", "document")
+    readonly_fields = ("author_label",)
+    inlines = (PoolInline, ProfileInline, PolicyInline)
+
+    @admin.display(description="author")
+    def author_label(self, version: ConfigVersion) -> str:
+        return version.author_label or "—"
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(ReadOnly):
+    list_display = ("name", "user", "prefix", "created_at", "last_used_at")
+    list_filter = ("user",)
+    search_fields = ("name", "user__username", "prefix")
+    list_select_related = ("user",)
+    fields = ("name", "user", "prefix", "created_at", "last_used_at")
+    actions = ["delete_selected"]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return True  # revoking a token is deleting it
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if "delete_selected" in actions:
+            function, name, _ = actions["delete_selected"]
+            actions["delete_selected"] = (function, name, "Revoke the selected tokens")
+        return actions

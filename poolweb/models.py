@@ -25,11 +25,20 @@ class ConfigVersion(models.Model):
     number = models.PositiveIntegerField(unique=True)
     document = models.JSONField()
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    # Who provisioned it when that is no account: the operating-system user of a command line.
+    author_name = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     comment = models.CharField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["-number"]
+
+    @property
+    def author_label(self) -> str | None:
+        """The author as ``GET /config/versions`` shows it: the account's username, else the name."""
+        if self.author is not None:
+            return self.author.get_username()
+        return self.author_name or None
 
     def __str__(self) -> str:
         return f"version {self.number}"
@@ -165,14 +174,46 @@ class Request(models.Model):
         ]
 
 
+class RequestChange(models.Model):
+    """One change of a request's state (its history, api.md ``GET /requests/{id}/history``), written
+    in the transaction of the change itself."""
+
+    request = models.ForeignKey(Request, on_delete=models.CASCADE, related_name="changes", db_constraint=False)
+    at = models.DateTimeField()
+    state = models.CharField(max_length=16, choices=Request.STATES)
+    reason = models.CharField(max_length=32, choices=Request.REASONS)
+    message = models.TextField(blank=True)
+    attempt = models.PositiveSmallIntegerField()
+    pool = models.CharField(max_length=NAME_LENGTH, null=True, blank=True)
+
+    class Meta:
+        ordering = ["request", "id"]
+        indexes = [models.Index(fields=["request", "id"], name="request_change_order")]
+
+
 class ApiToken(models.Model):
-    """A bearer token; only its SHA-256 is stored."""
+    """A bearer token; only its SHA-256 is stored. Revoking one deletes it."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)  # what its owner calls it ("laptop", "ci")
     digest = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=8)  # the first characters, to tell tokens apart
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class SignInFailure(models.Model):
+    """A failed sign-in from a client address, kept while it counts for the throttle
+    (services/signin.py)."""
+
+    address = models.CharField(max_length=64)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["address", "at"], name="signin_failure_address_at")]
 
 
 class Event(models.Model):

@@ -34,7 +34,8 @@ def _secret_key() -> str:
 
 SECRET_KEY = _secret_key()
 DEBUG = env_bool("POOLWEB_DEBUG", False)
-ALLOWED_HOSTS = [h.strip() for h in env_str("POOLWEB_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",") if h.strip()]
+# The tests add Django's "testserver" themselves (pytest-django's test environment).
+ALLOWED_HOSTS = [h.strip() for h in env_str("POOLWEB_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h.strip()]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in env_str("POOLWEB_CSRF_TRUSTED_ORIGINS").split(",") if o.strip()]
 
 INSTALLED_APPS = [
@@ -61,7 +62,10 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "poolweb.accounts.SignInThrottleMiddleware",
 ]
+# Django's password check, with failed sign-ins throttled per client address (poolweb/accounts.py).
+AUTHENTICATION_BACKENDS = ["poolweb.accounts.ThrottledModelBackend"]
 
 ROOT_URLCONF = "poolweb.urls"
 ASGI_APPLICATION = "poolweb.asgi.application"
@@ -137,6 +141,7 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
 LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"  # the console; Django's default, /accounts/profile/, is no page here
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -195,6 +200,12 @@ POOLWEB = {
     "HTTP_THREADS": env_int("POOLWEB_HTTP_THREADS", 4, minimum=1, maximum=64),
     # Events kept for clients that resume (at least this many, and all of the last hour).
     "EVENTS_KEPT": env_int("POOLWEB_EVENTS_KEPT", 10000, minimum=100, maximum=10_000_000),
+    # Failed sign-ins (a wrong token or password) one client address may make per window before
+    # its further failures get 429 (services/signin.py); a valid credential is never refused.
+    "AUTH_FAILURES": env_int("POOLWEB_AUTH_FAILURES", 20, minimum=1, maximum=1_000_000),
+    "AUTH_FAILURE_WINDOW_SECONDS": env_int("POOLWEB_AUTH_FAILURE_WINDOW_SECONDS", 300, minimum=1, maximum=86400),
+    # Pending requests one user may have; a submission beyond it gets 429.
+    "MAX_PENDING_PER_USER": env_int("POOLWEB_MAX_PENDING_PER_USER", 10_000, minimum=1, maximum=10_000_000),
     # Finished requests (released, expired, …) are forgotten after this many days.
     "REQUESTS_KEPT_DAYS": env_int("POOLWEB_REQUESTS_KEPT_DAYS", 30, minimum=1, maximum=36500),
 }
@@ -202,17 +213,25 @@ POOLWEB = {
 # The event stream at /ws/events/ (api.md §3, poolweb/realtime). Each web process reads new
 # outbox rows every POLL_MS; a client has AUTH_TIMEOUT_MS to send its token and START_MS to send
 # resume_from before it starts from now; a client more than CLIENT_BUFFER events behind
-# catches up from the outbox instead.
+# catches up from the outbox instead. An open stream checks its user's rights every RECHECK_MS
+# (and before it sends an event about a request).
 EVENT_STREAM = {
     "POLL_MS": env_int("POOLWEB_EVENT_POLL_MS", 50, minimum=5, maximum=10_000),
     "AUTH_TIMEOUT_MS": env_int("POOLWEB_EVENT_AUTH_TIMEOUT_MS", 10_000, minimum=100, maximum=600_000),
     "START_MS": env_int("POOLWEB_EVENT_START_MS", 500, minimum=0, maximum=10_000),
     "CLIENT_BUFFER": env_int("POOLWEB_EVENT_CLIENT_BUFFER", 1000, minimum=1, maximum=1_000_000),
+    "RECHECK_MS": env_int("POOLWEB_EVENT_RECHECK_MS", 2000, minimum=10, maximum=600_000),
 }
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"without_traceback": {"()": "poolweb.logs.WithoutTraceback"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        # A bad Host header (DisallowedHost) and the like: one line each, not a traceback.
+        "security": {"class": "logging.StreamHandler", "filters": ["without_traceback"]},
+    },
+    "loggers": {"django.security": {"handlers": ["security"], "propagate": False}},
     "root": {"handlers": ["console"], "level": env_str("POOLWEB_LOG_LEVEL", "INFO")},
 }

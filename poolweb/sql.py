@@ -10,8 +10,8 @@ on write, model instances and ``bulk_create`` for events); here it costs what th
 - ``update_requests``: one ``UPDATE`` per set of changed columns, by ``executemany`` on SQLite (in
   process, a row costs nothing more) and as ``UPDATE … FROM (VALUES …)`` a thousand rows at a time
   on PostgreSQL (whose ``executemany`` pays a parse, bind and execute round per row);
-- ``insert_events``: multi-row ``INSERT``s, 500 rows to a statement, of data encoded by
-  ``json_text``;
+- ``insert``: multi-row ``INSERT``s, 500 rows to a statement (the outbox, its data encoded by
+  ``json_text``; the requests' history);
 - ``lock_outbox`` and ``sequence_high_water``: PostgreSQL's advisory lock and sequence functions;
 - ``pass_lock``: passes, provisions and the switch one at a time, without SQLite's write lock.
 """
@@ -27,8 +27,9 @@ from contextlib import contextmanager
 from datetime import datetime, timezone as dt_timezone
 
 from django.db import connection
+from psycopg.types.json import Jsonb
 
-from poolweb.models import Event, Request as RequestRow
+from poolweb.models import Event, Request as RequestRow, RequestChange
 
 CHUNK = 2000  # values per IN (…): below every database's limit of bound parameters
 OUTBOX_LOCK = 0x706F_6F6C_0001  # pg_advisory_xact_lock keys: the outbox writers,
@@ -95,14 +96,14 @@ def update_requests(fields_by_id: dict[int, dict]) -> None:
 
 
 class _Preparer:
-    """Text, numbers and NULL go to every driver as they are; datetimes take the backend's form,
-    prepared once per value: a pass writes one ``now`` to thousands of rows."""
+    """Datetimes take the backend's form, prepared once per value (a pass writes one ``now`` to
+    thousands of rows); everything else goes to the driver as it is."""
 
     def __init__(self) -> None:
-        self.prepared: dict[tuple[str, object], object] = {}
+        self.prepared: dict[tuple[str, datetime], object] = {}
 
     def __call__(self, column, value):
-        if value is None or isinstance(value, (str, int)):
+        if not isinstance(value, datetime):
             return value
         key = (column.name, value)
         if key not in self.prepared:
@@ -198,16 +199,32 @@ def json_text(data: object) -> str:
 
 def insert_events(rows: list[tuple[str, int | None, str]], created_at: datetime) -> None:
     """Insert ``(type, owner_id, data as JSON text)`` outbox rows."""
-    meta, quote = Event._meta, connection.ops.quote_name
-    columns = [meta.get_field(name) for name in ("type", "owner", "data", "created_at")]
-    now = columns[3].get_db_prep_save(created_at, connection)
-    row = "(%s, %s, %s::jsonb, %s)" if connection.vendor == "postgresql" else "(%s, %s, %s, %s)"
-    values = [(type, owner_id, data, now) for type, owner_id, data in rows]
+    as_json = (lambda text: Jsonb(text, dumps=_as_is)) if connection.vendor == "postgresql" else _as_is
+    insert(Event, ("type", "owner", "data", "created_at"),
+           [(type, owner_id, as_json(text), created_at) for type, owner_id, text in rows])
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
+def insert_changes(rows: list[tuple[int, datetime, str, str, str, int, str | None]]) -> None:
+    """Insert history rows ``(request_id, at, state, reason, message, attempt, pool)``."""
+    insert(RequestChange, ("request", "at", "state", "reason", "message", "attempt", "pool"), rows)
+
+
+def insert(model, names: Sequence[str], rows: list[tuple]) -> None:
+    """Multi-row INSERTs of ``rows`` (values in the order of ``names``), 500 rows to a statement."""
+    meta, quote = model._meta, connection.ops.quote_name
+    columns = [meta.get_field(name) for name in names]
+    prepare = _Preparer()
+    values = [[prepare(column, value) for column, value in zip(columns, row)] for row in rows]
+    placeholders = "(" + ", ".join(["%s"] * len(columns)) + ")"
     with connection.cursor() as cursor:
         for start in range(0, len(values), 500):
             part = values[start:start + 500]
             cursor.execute(f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(c.column) for c in columns)}) "
-                           f"VALUES {', '.join([row] * len(part))}", [value for one in part for value in one])
+                           f"VALUES {', '.join([placeholders] * len(part))}", [value for row in part for value in row])
 
 
 def sequence_high_water() -> int:

@@ -1,7 +1,10 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
+
+from poolweb.api.errors import unknown_path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -11,4 +14,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[AllowAny]),
          name="api-docs"),
+    re_path(r"^api(/v1)?/?$", RedirectView.as_view(url="/api/v1/")),
+    re_path(r"^api/(?P<path>.*)$", unknown_path),  # a JSON 404, as the API's own
 ]

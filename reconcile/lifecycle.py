@@ -77,7 +77,7 @@ def _freed(request: Request, verb: str, by: str) -> str:
 def expiry(request: Request) -> Decision:
     """R-50: the lease ran out; the capacity is returned."""
     return Decision.of(request, State.EXPIRED, Reason.LEASE_EXPIRED,
-                       f"lease ran out at {request.lease_expires_at:%Y-%m-%d %H:%M:%S}")
+                       f"lease ran out at {request.lease_expires_at:%Y-%m-%d %H:%M:%S %Z}".rstrip())
 
 
 def heartbeat(request: Request, now: datetime) -> Request:

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 
 from poolweb.api.admin_only import BAD_REQUEST, NO_DRAFT, TAG, AdminView
 from poolweb.api.errors import DetailSchema, IssueSchema, VerdictSchema, issue_data
-from poolweb.api.fields import QuantityInput
+from poolweb.api.fields import QuantityInput, StrictBody, StrictBooleanField, StrictCharField
 from poolweb.api.preview import DraftPreviewView
 from poolweb.selectors import versions as selectors
 from poolweb.services import config as services
@@ -86,7 +86,8 @@ class ValidationSchema(VerdictSchema):
 class VersionSummary(serializers.Serializer):
     version = serializers.IntegerField(source="number")
     number = serializers.IntegerField(help_text="the same as version")
-    author = serializers.CharField(source="author.username", allow_null=True, default=None)
+    author = serializers.CharField(source="author_label", allow_null=True,
+                                   help_text="the account that provisioned it, or who ran the command line")
     created_at = serializers.DateTimeField()
     comment = serializers.CharField()
 
@@ -95,33 +96,12 @@ class ProvisionResult(serializers.Serializer):
     version = serializers.IntegerField()
 
 
-# Input bodies: strict types (DRF would turn 1 into "1" and "yes" into true).
-
-
-class StrictCharField(serializers.CharField):
-    default_error_messages = {"invalid_type": "Must be a string."}
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid_type")
-        return super().to_internal_value(data)
-
-
-class StrictBooleanField(serializers.BooleanField):
-    default_error_messages = {"invalid_type": "Must be true or false."}
-
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            self.fail("invalid_type")
-        return data
-
-
-class ProvisionInput(serializers.Serializer):
+class ProvisionInput(StrictBody):
     comment = StrictCharField(required=False, allow_blank=True, trim_whitespace=False,
                               max_length=services.MAX_COMMENT, default="")
 
 
-class ManagementState(serializers.Serializer):
+class ManagementState(StrictBody):
     enabled = StrictBooleanField()
 
 

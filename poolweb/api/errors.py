@@ -8,12 +8,29 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.http import JsonResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from poolweb.api.parsers import PayloadTooLarge
 from reconcile.document import Issue
+
+
+ECHO = 40  # characters of a caller's value a message repeats
+
+
+def echo(value: object) -> str:
+    """A caller's value (a path's name or id) as a message repeats it: cut, so a 5,000-character
+    name is not sent back whole."""
+    text = str(value)
+    return text if len(text) <= ECHO else text[:ECHO] + "…"
+
+
+def unknown_path(request, path: str = "") -> JsonResponse:
+    """Any path under /api/ that no route takes: a JSON 404 like the API's own, not Django's page."""
+    return JsonResponse({"detail": f"there is no API path {echo(request.path)}; see /api/v1/ and /api/docs/"},
+                        status=404)
 
 
 def flatten(detail, path: str = "") -> list[Issue]:

@@ -2,9 +2,10 @@
 
 Any signed-in user may read them; anonymous callers get 401. Quantities are JSON numbers.
 
-A pool's queue is shared: every signed-in user sees every pending entry of it, owner username
-and request name included, so people can tell whose work is ahead of theirs (as a cluster's
-queue listing does). Request details beyond that (labels, lease) stay behind ``/requests``.
+A pool's queue is shared: every signed-in user sees every pending entry of it, in order, so
+people can tell how much is ahead of theirs. Each entry is the request object, whole for the
+reader's own requests, their teams' (a policy whose group they are in) and for admins; of
+anyone else's only the public fields (api.md §2 "Privacy", ``services.payloads.request_data_for``).
 """
 
 from __future__ import annotations
@@ -15,14 +16,18 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
-from rest_framework.generics import ListAPIView
+from rest_framework.generics import GenericAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from poolweb.api.errors import echo
 from poolweb.api.reads import CatchUpOnRead
-from poolweb.api.representations import LivePoolSerializer, PolicyStateSerializer, QuantitiesField
+from poolweb.api.representations import LivePoolSerializer, PolicyStateSerializer, RequestSerializer
+from poolweb.models import Request as RequestRow
 from poolweb.selectors.live import live_pool_exists, policy_states, pool_queue, pool_states
+from poolweb.selectors.requests import audience_of
+from poolweb.services.payloads import PUBLIC_REQUEST_FIELDS, request_data_for
 from reconcile.document import NAME_PATTERN
 
 
@@ -37,18 +42,17 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
                 "description": "A token printed by `manage.py create_api_token USERNAME`."}
 
 
-class QueueEntrySerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    name = serializers.CharField()
-    policy = serializers.CharField()
-    profile = serializers.CharField()
-    owner = serializers.CharField(source="owner.username")
-    resources = QuantitiesField()
-    preemptible = serializers.BooleanField()
-    position = serializers.IntegerField(allow_null=True, help_text="1-based place in the pool's service order.")
-    reason = serializers.CharField(help_text="Why it waits (spec §9), e.g. WaitingForCapacity.")
-    message = serializers.CharField()
-    submitted_at = serializers.DateTimeField()
+class QueueEntrySerializer(RequestSerializer):
+    """A request object; another team's shows only ``PUBLIC_REQUEST_FIELDS``. (Only written, never
+    read: the other fields are not read-only here only so the schema can say they may be absent.)"""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        for name, field in fields.items():
+            if name not in PUBLIC_REQUEST_FIELDS:
+                field.read_only, field.required = False, False
+                field.help_text = "only on your own requests, your teams' (and for admins)"
+        return fields
 
 
 class LiveErrorSerializer(serializers.Serializer):
@@ -68,23 +72,19 @@ class PoolListView(CatchUpOnRead, APIView):
         return Response(LivePoolSerializer(pool_states(), many=True).data)
 
 
-class PoolQueueView(CatchUpOnRead, ListAPIView):
+class PoolQueueView(CatchUpOnRead, GenericAPIView):
     serializer_class = QueueEntrySerializer
-
-    def get_queryset(self):
-        return pool_queue(self.kwargs["name"])
-
-    def list(self, request: Request, *args, **kwargs) -> Response:
-        name = self.kwargs["name"]
-        if not live_pool_exists(name):
-            raise NotFound(f"no pool {name!r} in the live configuration")
-        return super().list(request, *args, **kwargs)
+    queryset = RequestRow.objects.none()  # for the schema; reads go through the selector
 
     @extend_schema(operation_id="pools_queue_list", parameters=[POOL_NAME], tags=["live"],
                    responses={200: QueueEntrySerializer(many=True), 401: LiveErrorSerializer,
                               404: LiveErrorSerializer})
-    def get(self, request: Request, *args, **kwargs) -> Response:
-        return super().get(request, *args, **kwargs)
+    def get(self, request: Request, name: str) -> Response:
+        if not live_pool_exists(name):
+            raise NotFound(f"no pool {echo(name)} in the live configuration")
+        audience = audience_of(request.user)
+        page = self.paginate_queryset(pool_queue(name))
+        return self.get_paginated_response([request_data_for(row, audience) for row in page])
 
 
 class PolicyListView(CatchUpOnRead, APIView):

@@ -66,10 +66,11 @@ class LivePoolSerializer(serializers.Serializer):
     description = serializers.CharField()
     capacity = QuantitiesField(help_text="What the pool meters, per key.")
     used = QuantitiesField(help_text="Sum of the live allocations on the pool, per key the pool meters.")
-    free = QuantitiesField(help_text="Per capacity key: capacity minus used, never below 0.")
+    free = QuantitiesField(help_text="Per capacity key: what a new request could take: capacity minus used "
+                                     "minus what is held beyond the victims' own holdings, never below 0.")
     overcommitted = QuantitiesField(
         help_text="Per key where used exceeds capacity (a provision shrank it, R-57): the excess.")
-    held = QuantitiesField(help_text="Demand held for preemptors whose victims are still on the pool (R-45).")
+    held = QuantitiesField(help_text="Demand of preemptors whose victims are leaving, promised to them (R-45).")
     pending = serializers.IntegerField(help_text="Pending requests queued on this pool.")
     running = serializers.IntegerField(help_text="Live (allocated or preempting) requests on this pool.")
 

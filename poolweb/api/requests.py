@@ -5,16 +5,18 @@ submission body is read by ``api.submission.read_submission`` (paths and codes o
 the serializers below describe the shapes for the OpenAPI schema, and ``RequestSerializer``
 writes the request object.
 
-Choices where api.md is silent: the list is newest first; ``limit`` is 1…1000 (larger values are
-cut to 1000), ``offset`` ≥ 0; ``state`` takes one state or several separated by commas; an empty
-filter value means no filter; another user's request answers 404, as a missing one does; a body
-above DATA_UPLOAD_MAX_MEMORY_SIZE is a 413.
+Choices where api.md is silent: the list is newest first, paged as every list is
+(api/pagination.py); ``state`` takes one state or several separated by commas; an empty filter
+value means no filter; another user's request answers 404, as a missing one does; a body above
+DATA_UPLOAD_MAX_MEMORY_SIZE is a 413; a user with ``POOLWEB_MAX_PENDING_PER_USER`` pending
+requests gets 429 for one more (a retried ``Idempotency-Key`` still returns its request).
 """
 
 from __future__ import annotations
 
 import re
 
+from django.conf import settings
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
@@ -22,7 +24,7 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from poolweb.api.errors import DetailSchema, ErrorsSchema, bad_request
+from poolweb.api.errors import DetailSchema, ErrorsSchema, bad_request, echo
 from poolweb.api.fields import QuantityInput
 from poolweb.api.reads import CatchUpOnRead
 from poolweb.api.representations import RequestSerializer
@@ -30,10 +32,12 @@ from poolweb.api.submission import (
     LEASE_BOUNDS, MAX_LABEL_VALUE, MAX_NAME, SubmissionInvalid, idempotency_key_errors, read_submission,
 )
 from poolweb.models import Request as RequestRow
-from poolweb.selectors.requests import RequestFilters, request_by_idempotency_key, request_get, request_list
+from poolweb.selectors.requests import (
+    RequestFilters, pending_count, request_by_idempotency_key, request_get, request_history, request_list,
+)
 from poolweb.selectors.versions import live_config
 from poolweb.services import requests as services
-from poolweb.services.payloads import request_data
+from poolweb.services.payloads import change_data, request_data
 from reconcile import State
 from reconcile.document import NAME_PATTERN
 from reconcile.lifecycle import LEASE_SECONDS_DEFAULT
@@ -42,7 +46,6 @@ from reconcile.resource_settings import MEMORY_UNITS
 TAG = "requests"
 MAX_ATTEMPT = 32767  # Request.attempt is a small integer
 USERNAME_PATTERN = re.compile(r"[\w.@+-]{1,150}")  # Django's username validator
-NUMBER_PATTERN = re.compile(r"[0-9]{1,18}")
 
 
 # --- the submission body, for the schema ---------------------------------------------------------
@@ -85,6 +88,22 @@ FILTERS = [
 ]
 
 
+class TooManyPending(exceptions.APIException):
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "too_many_pending"
+
+
+def check_pending_cap(user) -> None:
+    """``TooManyPending`` when ``user`` already has as many pending requests as one may have. Two
+    submissions at once may both pass at the cap's edge: the cap bounds a runaway script, it is
+    no quota (quotas are the engine's)."""
+    cap = settings.POOLWEB["MAX_PENDING_PER_USER"]
+    pending = pending_count(user=user)
+    if pending >= cap:
+        raise TooManyPending(f"you have {pending} pending requests, and {cap} is the most one user may have "
+                             f"(POOLWEB_MAX_PENDING_PER_USER): cancel some, or wait for them to start")
+
+
 # --- reading query parameters --------------------------------------------------------------------
 
 def read_filters(params) -> RequestFilters:
@@ -103,11 +122,6 @@ def read_filters(params) -> RequestFilters:
         if unknown:
             errors["state"] = [exceptions.ErrorDetail(
                 f"{unknown[0][:40]!r} is not a state: use {', '.join(s.value for s in State)}", code="invalid_choice")]
-    for field in ("limit", "offset"):
-        value = params.get(field)
-        if value is not None and not (NUMBER_PATTERN.fullmatch(value) and (field == "offset" or int(value) >= 1)):
-            low = 1 if field == "limit" else 0
-            errors[field] = [exceptions.ErrorDetail(f"{field} must be an integer ≥ {low}", code="invalid")]
     if errors:
         raise exceptions.ValidationError(errors)
     return RequestFilters(states=states, **values)
@@ -130,7 +144,8 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
     @extend_schema(tags=[TAG], operation_id="requests_create", request=SubmitSchema,
                    parameters=[IDEMPOTENCY_KEY],
                    responses={201: RequestSerializer, 200: RequestSerializer, 400: BAD_REQUEST,
-                              403: OpenApiResponse(DetailSchema, description="not in the policy's group")})
+                              403: OpenApiResponse(DetailSchema, description="not in the policy's group"),
+                              429: OpenApiResponse(DetailSchema, description="too many pending requests")})
     def post(self, request):
         key = request.headers.get("Idempotency-Key")
         try:
@@ -141,7 +156,6 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
         return Response(request_data(row), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
                         headers=headers)
 
-
     @staticmethod
     def submit(request, key: str | None) -> tuple[RequestRow, bool]:
         """A retried ``Idempotency-Key`` returns the first request before the body is even read."""
@@ -151,8 +165,10 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
             earlier = request_by_idempotency_key(user=request.user, key=key)
             if earlier is not None:
                 return earlier, False
-        submission = read_submission(request.data, live_config())
-        return services.request_submit(user=request.user, submission=submission, idempotency_key=key)
+        check_pending_cap(request.user)
+        config = live_config()
+        submission = read_submission(request.data, config)
+        return services.request_submit(user=request.user, submission=submission, idempotency_key=key, config=config)
 
 
 class RequestView(CatchUpOnRead, APIView):
@@ -161,8 +177,28 @@ class RequestView(CatchUpOnRead, APIView):
     def get(self, request, id: int):
         row = request_get(user=request.user, request_id=id)
         if row is None:
-            raise exceptions.NotFound(f"there is no request {id}")
+            raise exceptions.NotFound(f"there is no request {echo(id)}")
         return Response(request_data(row))
+
+
+class ChangeSchema(serializers.Serializer):
+    at = serializers.DateTimeField()
+    state = serializers.ChoiceField(choices=[s.value for s in State])
+    reason = serializers.CharField(help_text="the reason code of the change (spec §9)")
+    message = serializers.CharField()
+    attempt = serializers.IntegerField()
+    pool = serializers.CharField(allow_null=True, help_text="where it holds or held capacity; null while queued")
+
+
+class RequestHistoryView(APIView):
+    @extend_schema(tags=[TAG], operation_id="requests_history", parameters=[ID],
+                   responses={200: ChangeSchema(many=True), 404: NOT_FOUND},
+                   description="Every change of the request's state, oldest first.")
+    def get(self, request, id: int):
+        changes = request_history(user=request.user, request_id=id)
+        if changes is None:
+            raise exceptions.NotFound(f"there is no request {echo(id)}")
+        return Response([change_data(change) for change in changes])
 
 
 class AttemptBody(serializers.Serializer):
@@ -194,11 +230,16 @@ class RequestActionView(APIView):
     takes_attempt = True
 
     def act(self, request, id: int) -> Response:
-        options = read_attempt(request.data) if self.takes_attempt else {}
+        if self.takes_attempt:
+            options = read_attempt(request.data)
+        elif request.data:
+            raise exceptions.ValidationError({"": ["this action takes no body"]})
+        else:
+            options = {}
         try:
             row = self.service(user=request.user, request_id=id, **options)
-        except services.RequestNotFound as error:
-            raise exceptions.NotFound(str(error)) from None
+        except services.RequestNotFound:
+            raise exceptions.NotFound(f"there is no request {echo(id)}") from None
         except (services.RequestNotLive, services.RequestConflict) as error:
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         return Response(request_data(row))
@@ -227,6 +268,7 @@ CANCEL = "Withdraw (R-51); idempotent."
 urlpatterns = [
     path("requests", RequestCollectionView.as_view(), name="request-list"),
     path("requests/<int:id>", RequestView.as_view(), name="request-detail"),
+    path("requests/<int:id>/history", RequestHistoryView.as_view(), name="request-history"),
     path("requests/<int:id>/heartbeat", _action_view("heartbeat", services.request_heartbeat, HEARTBEAT),
          name="request-heartbeat"),
     path("requests/<int:id>/release", _action_view("release", services.request_release, RELEASE),

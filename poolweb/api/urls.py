@@ -3,8 +3,10 @@
 from django.urls import include, path
 
 urlpatterns = [
+    path("", include("poolweb.api.index")),
     path("", include("poolweb.api.config")),
     path("", include("poolweb.api.requests")),
     path("", include("poolweb.api.live")),
+    path("", include("poolweb.api.tokens")),
     path("", include("poolweb.api.health")),
 ]

@@ -5,11 +5,20 @@ A connection goes through three steps:
 1. Authenticated: by the console's session before the handshake is accepted, or by a first
    message ``{"token": …}`` within ``AUTH_TIMEOUT_MS``. From that moment it is subscribed to the
    relay, so nothing that happens later is missed.
-2. Started: by a message with ``resume_from`` (in the token message or the next one), or, when
-   none comes within ``START_MS``, from the moment of authentication. Waiting for the start
-   keeps seq order: a resuming client must get its missed events before any new one.
+2. Started: where the client says — ``?resume_from=n`` in the URL (known with the handshake),
+   ``resume_from`` in the token message or in a message of its own — or, when it has said
+   nothing within ``START_MS`` of authentication, from that moment.
 3. Streaming: missed events read from the outbox first, then the relay's; the client sends
    nothing more.
+
+A resume point that comes after the start window is still honoured, so a slow link can resume
+(docs/decisions.md): exactly while nothing has been sent (the stream starts again from it); once
+events have gone out, quietly when no event the client may see lies between its point and the
+moment the stream started, and otherwise with ``resync`` — never an event out of seq order.
+
+Rights are checked again (``auth.refusal``) every ``RECHECK_MS`` and before sending any event
+about a request, so a deactivated user, a revoked token, an ended session or changed admin rights
+close the stream with their code before it shows one more such event.
 
 Every refusal is an error message and a close code (``protocol.py``); an unexpected failure in
 one connection is logged and closes that connection only (1011).
@@ -26,9 +35,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from poolweb.realtime import outbox, protocol
-from poolweb.realtime.auth import session_user, token_user
-from poolweb.realtime.outbox import Viewer
+from poolweb.realtime import auth, outbox, protocol
+from poolweb.realtime.auth import Credential
+from poolweb.realtime.outbox import OutboxEvent
 from poolweb.realtime.protocol import BadMessage, ClientMessage, ProtocolError, Unauthenticated
 from poolweb.realtime.relay import Relay, Subscription, current_relay
 
@@ -41,22 +50,33 @@ INTERNAL_ERROR = 1011
 class EventStreamConsumer(AsyncWebsocketConsumer):
     async def connect(self) -> None:
         self.relay: Relay = current_relay()
+        self.credential: Credential | None = None
         self.subscription: Subscription | None = None
-        self.timers: list[asyncio.Task] = []
+        self.deadline: asyncio.Task | None = None  # to sign in, then to say where to start
+        self.watch: asyncio.Task | None = None  # the periodic check of rights
         self.pump: asyncio.Task | None = None
         self.closing = False
-        user = session_user(self.scope)
-        if user is not None:
-            await self._authenticated(user)  # before accepting: "now" is when the client sees it open
+        self.chosen = False  # the client has said where the stream starts
+        self.sent = False  # something went out: the start can no longer move back
+        self.started_after = 0  # the seq a stream started "from now" continues after
+        try:
+            self.url_given, self.url_resume = protocol.url_resume_point(self.scope.get("query_string", b""))
+        except ProtocolError as error:
+            await self.accept()
+            await self._refuse(error)
+            return
+        credential = auth.session_credential(self.scope)
+        if credential is not None:
+            await self._authenticated(credential)  # before accepting: "now" is when the client sees it open
         else:
-            self._after(settings.EVENT_STREAM["AUTH_TIMEOUT_MS"], self._authentication_expired)
+            self._set_deadline(settings.EVENT_STREAM["AUTH_TIMEOUT_MS"], self._authentication_expired)
         await self.accept()
+        if credential is not None and not self.closing:
+            self._begin()
 
     async def disconnect(self, code: int) -> None:
         self.closing = True
-        for task in [*self.timers, self.pump]:
-            if task is not None:
-                task.cancel()
+        self._stop_tasks()
         if self.subscription is not None:
             self.relay.unsubscribe(self.subscription)
 
@@ -72,39 +92,66 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
             await self._fail()
 
     async def _handle(self, message: ClientMessage) -> None:
-        if self.pump is not None:
+        if self.chosen:
             raise BadMessage("the stream has started; it takes no more messages")
         if message.token is not None:
-            if self.subscription is not None:
+            if self.credential is not None:
                 raise BadMessage("this connection is already signed in")
-            user = await database_sync_to_async(token_user)(message.token)
-            if user is None:
+            credential = await database_sync_to_async(auth.token_credential)(message.token, self.scope)
+            if self.closing:  # the sign-in deadline passed meanwhile
+                return
+            if credential is None:
                 raise Unauthenticated("the token is not valid")
-            await self._authenticated(user)
+            await self._authenticated(credential)
             if self.closing:
                 return
-        elif self.subscription is None:
-            raise Unauthenticated('sign in first: send {"token": "…"} (a token from manage.py create_api_token)')
+            self._begin()
+        elif self.credential is None:
+            raise Unauthenticated('sign in first: send {"token": "…"} (a token from POST /api/v1/tokens)')
         if message.starts:
-            self._start(message.resume_from)
+            if self.chosen:
+                raise BadMessage("resume_from is already in the URL")
+            await self._resume(message.resume_from)
 
-    async def _authenticated(self, user) -> None:
-        self._cancel_timers()
-        self.subscription = await self.relay.subscribe(Viewer(user_id=user.pk, is_admin=user.is_staff))
-        if self.closing:  # refused (say, the deadline passed) while subscribing
-            return
-        self._after(settings.EVENT_STREAM["START_MS"], self._start_from_now)
+    async def _authenticated(self, credential: Credential) -> None:
+        self._cancel_deadline()
+        self.credential = credential
+        self.subscription = await self.relay.subscribe(credential.viewer)
+        if not self.closing:  # refused (say, the deadline passed) while subscribing
+            self.watch = asyncio.create_task(self._watch())
+
+    def _begin(self) -> None:
+        """Start where the URL says, or give the client the start window to say it."""
+        if self.url_given:
+            self.chosen = True
+            self._start(self.url_resume)
+        else:
+            self._set_deadline(settings.EVENT_STREAM["START_MS"], self._start_from_now)
 
     async def _authentication_expired(self) -> None:
-        if self.subscription is None:
+        if self.credential is None:
             await self._refuse(protocol.AuthenticationTimeout("no token came in time"))
 
     async def _start_from_now(self) -> None:
         if self.pump is None:
+            self.started_after = self.subscription.since
             self._start(None)
 
+    async def _resume(self, resume_from: int | None) -> None:
+        """The client's start, however late it comes (see the module docstring)."""
+        self.chosen = True
+        if self.pump is None:
+            self._start(resume_from)
+        elif resume_from is None:
+            pass  # already streaming from now
+        elif not self.sent:
+            self.pump.cancel()  # it only waited: the events it would have sent are in the outbox
+            self._start(resume_from)
+        elif await database_sync_to_async(outbox.missed)(resume_from, self.started_after, self.credential.viewer):
+            await self.send(text_data=protocol.RESYNC)
+
     def _start(self, resume_from: int | None) -> None:
-        self._cancel_timers()
+        self._cancel_deadline()
         self.pump = asyncio.create_task(self._stream(resume_from))
 
     async def _stream(self, resume_from: int | None) -> None:
@@ -117,55 +164,92 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
     async def _send_events(self, resume_from: int | None) -> None:
         subscription = self.subscription
         last = subscription.since if resume_from is None else await self._catch_up(resume_from)
-        while True:
+        while not self.closing:
             events = await subscription.take()
             if subscription.overflowed:
                 # Too slow for the buffer: continue from the outbox, at this client's pace.
                 self.relay.restart(subscription)
                 last = await self._catch_up(last)
                 continue
-            for event in events:
-                if event.seq > last:
-                    await self.send(text_data=event.text)
-                    last = event.seq
+            fresh = [event for event in events if event.seq > last]
+            if fresh and await self._deliver(fresh):
+                last = fresh[-1].seq
 
     async def _catch_up(self, after: int) -> int:
         """Send the kept events after ``after`` this viewer may see; the last seq sent (or, after
         a resync, the subscription's start, from which the relay's events continue)."""
         if await database_sync_to_async(outbox.must_resync)(after):
+            self.sent = True
             await self.send(text_data=protocol.RESYNC)
             return self.subscription.since
-        while True:
-            page = await database_sync_to_async(outbox.events_after)(after, PAGE, self.subscription.viewer)
-            for event in page:
-                await self.send(text_data=event.text)
-                after = event.seq
+        while not self.closing:
+            page = await database_sync_to_async(outbox.events_after)(after, PAGE, self.credential.viewer)
+            if page and await self._deliver(page):
+                after = page[-1].seq
             if len(page) < PAGE:
-                return after
+                break
+        return after
 
-    def _after(self, milliseconds: int, action: Callable[[], Awaitable[None]]) -> None:
+    async def _deliver(self, events: list[OutboxEvent]) -> bool:
+        """Send ``events`` in order, the rights checked first when one is about a request; False
+        when the stream closed instead."""
+        if any(event.owner_id is not None for event in events) and not await self._still_allowed():
+            return False
+        for event in events:
+            if self.closing:
+                return False
+            self.sent = True
+            await self.send(text_data=event.text)
+        return True
+
+    async def _still_allowed(self) -> bool:
+        refusal = await database_sync_to_async(auth.refusal)(self.credential)
+        if refusal is not None:
+            await self._refuse(refusal)
+        return refusal is None
+
+    async def _watch(self) -> None:
+        period = settings.EVENT_STREAM["RECHECK_MS"] / 1000
+        try:
+            while not self.closing:
+                await asyncio.sleep(period)
+                if not await self._still_allowed():
+                    return
+        except Exception:
+            log.exception("event stream: checking a stream's rights failed")
+            await self._fail()
+
+    def _set_deadline(self, milliseconds: int, action: Callable[[], Awaitable[None]]) -> None:
         async def later() -> None:
             await asyncio.sleep(milliseconds / 1000)
             await action()
 
-        self.timers.append(asyncio.create_task(later()))
+        self._cancel_deadline()
+        self.deadline = asyncio.create_task(later())
 
-    def _cancel_timers(self) -> None:
+    def _cancel_deadline(self) -> None:
+        if self.deadline is not None and self.deadline is not asyncio.current_task():
+            self.deadline.cancel()
+        self.deadline = None
+
+    def _stop_tasks(self) -> None:
+        """Cancel the deadline, the check and the pump, all but the one that is stopping them."""
         current = asyncio.current_task()
-        for task in self.timers:
-            if task is not current:
+        for task in (self.deadline, self.watch, self.pump):
+            if task is not None and task is not current:
                 task.cancel()
-        self.timers = []
 
     async def _refuse(self, error: ProtocolError) -> None:
         if self.closing:
             return
         self.closing = True
+        self._stop_tasks()
         await self.send(text_data=error.as_json())
         await self.close(code=error.close_code)
 
     async def _fail(self) -> None:
         if not self.closing:
             self.closing = True
+            self._stop_tasks()
             with contextlib.suppress(Exception):
                 await self.close(code=INTERNAL_ERROR)

@@ -55,11 +55,23 @@ def newest_seq() -> int:
 
 def events_after(seq: int, limit: int, viewer: Viewer | None = None) -> list[OutboxEvent]:
     """Up to ``limit`` rows after ``seq`` in seq order; only those ``viewer`` may see, if given."""
-    rows = Event.objects.filter(seq__gt=seq)
-    if viewer is not None and not viewer.is_admin:
-        rows = rows.filter(Q(owner__isnull=True) | Q(owner_id=viewer.user_id))
+    rows = _visible(Event.objects.filter(seq__gt=seq), viewer)
     rows = rows.order_by("seq").values_list("seq", "type", "owner_id", "data")[:limit]
     return [OutboxEvent(seq, owner_id, message(seq, type, data)) for seq, type, owner_id, data in rows]
+
+
+def missed(after: int, upto: int, viewer: Viewer) -> bool:
+    """Whether a client that saw everything up to ``after`` would miss something it may see if
+    it got only the events after ``upto``: a kept one in between, or one no longer kept."""
+    if must_resync(after):
+        return True
+    return _visible(Event.objects.filter(seq__gt=after, seq__lte=upto), viewer).exists()
+
+
+def _visible(rows, viewer: Viewer | None):
+    if viewer is None or viewer.is_admin:
+        return rows
+    return rows.filter(Q(owner__isnull=True) | Q(owner_id=viewer.user_id))
 
 
 def must_resync(resume_from: int) -> bool:

@@ -7,14 +7,32 @@ A client sends at most two small JSON objects, then only listens:
 - ``{"resume_from": n}``: every event after ``n`` it may see, or ``{"type": "resync"}``;
   ``{"resume_from": null}`` starts from now without waiting for the start window.
 
+The resume point may instead be in the URL, ``/ws/events/?resume_from=n``: it then arrives with
+the handshake, however slow the link (see the consumer).
+
 Anything else gets ``{"type": "error", "code": …, "message": …}`` and the connection is closed
-with the code below: the stream has no use for other input, and closing is the clearest answer.
+with the code of its class below: the stream has no use for other input, and closing is the
+clearest answer. An open stream is closed the same way when what signed it in no longer holds.
+
+| close | code | why |
+| --- | --- | --- |
+| 4400 | ``bad_message`` | a message the protocol does not allow (or a bad ``resume_from`` in the URL) |
+| 4401 | ``unauthenticated`` | no valid token or session |
+| 4403 | ``account_disabled`` | the user was deactivated or deleted while the stream was open |
+| 4408 | ``authentication_timeout`` | no token came within ``AUTH_TIMEOUT_MS`` |
+| 4409 | ``permissions_changed`` | the user gained or lost admin rights: reconnect (and resume) |
+| 4410 | ``token_revoked`` | the token that signed the stream in was revoked |
+| 4411 | ``signed_out`` | the session that signed the stream in ended (signed out, password changed) |
+| 4413 | ``message_too_large`` | a message above ``MAX_MESSAGE_CHARS`` |
+| 4429 | ``too_many_failures`` | too many failed sign-ins from this address; ``retry_after`` seconds |
+| 1011 | — | an unexpected failure in this connection (logged) |
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from urllib.parse import parse_qs
 
 MAX_MESSAGE_CHARS = 4096  # a token and a number fit many times over; daphne itself stops at 1 MiB
 MAX_TOKEN_CHARS = 256
@@ -56,6 +74,39 @@ class MessageTooLarge(ProtocolError):
     code = "message_too_large"
 
 
+class AccountDisabled(ProtocolError):
+    close_code = 4403
+    code = "account_disabled"
+
+
+class PermissionsChanged(ProtocolError):
+    close_code = 4409
+    code = "permissions_changed"
+
+
+class TokenRevoked(ProtocolError):
+    close_code = 4410
+    code = "token_revoked"
+
+
+class SignedOut(ProtocolError):
+    close_code = 4411
+    code = "signed_out"
+
+
+class TooManyFailures(ProtocolError):
+    close_code = 4429
+    code = "too_many_failures"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def as_json(self) -> str:
+        return json.dumps({"type": "error", "code": self.code, "message": self.message,
+                           "retry_after": self.retry_after})
+
+
 @dataclass(frozen=True)
 class ClientMessage:
     token: str | None = None
@@ -82,6 +133,17 @@ def parse(text_data: str | None, bytes_data: bytes | None) -> ClientMessage:
     if not value:
         raise BadMessage("an empty message: send token or resume_from")
     return ClientMessage(token=_token(value), resume_from=_resume_from(value), starts="resume_from" in value)
+
+
+def url_resume_point(query_string: bytes) -> tuple[bool, int | None]:
+    """Whether the URL gives ``resume_from``, and the seq it gives; ``BadMessage`` if it is not one."""
+    values = parse_qs(query_string.decode("latin-1"), keep_blank_values=True).get("resume_from")
+    if values is None:
+        return False, None
+    seq = values[0]
+    if len(values) > 1 or not (seq.isascii() and seq.isdigit() and len(seq) <= 19 and int(seq) <= MAX_SEQ):
+        raise BadMessage("resume_from in the URL must be one integer seq, at least 0")
+    return True, int(seq)
 
 
 def _token(value: dict) -> str | None:

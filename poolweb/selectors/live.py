@@ -38,9 +38,9 @@ class PoolState:
     description: str
     capacity: Amounts
     used: Amounts  # the live allocations on the pool, per key it meters
-    free: Amounts  # per capacity key: capacity − used, never below 0
+    free: Amounts  # per capacity key: what a new request could take, capacity − used − held, never below 0
     overcommitted: Amounts  # per key where used > capacity: used − capacity (R-57)
-    held: Amounts  # demand held for preemptors whose victims are on the pool (R-45)
+    held: Amounts  # the demand of preemptors whose victims are leaving, promised to them (R-45)
     pending: int  # pending requests queued on the pool (their ``queue_pool``)
     running: int  # live requests (allocated or preempting) on the pool
 
@@ -81,29 +81,48 @@ def pool_states(names: Collection[str] | None = None) -> list[PoolState]:
         live_rows, held_rows = live_rows.filter(pool__in=names), held_rows.filter(held_pool__in=names)
         pending_rows = pending_rows.filter(queue_pool__in=names)
     pending = dict(pending_rows.order_by().values("queue_pool").annotate(n=Count("id")).values_list("queue_pool", "n"))
-    return pool_states_of(live_config(), live_rows.values_list("pool", "resources"),
-                          held_rows.values_list("held_pool", "resources"), pending, names)
+    return pool_states_of(live_config(), live_rows.values_list("pool", "resources", "preempted_by"),
+                          held_rows.values_list("id", "held_pool", "resources"), pending, names)
 
 
-def pool_states_of(config: Config, live: Iterable[tuple[str | None, Mapping[str, int]]],
-                   held: Iterable[tuple[str | None, Mapping[str, int]]], pending: Mapping[str, int],
+def pool_states_of(config: Config, live: Iterable[tuple[str | None, Mapping[str, int], int | None]],
+                   holders: Iterable[tuple[int, str, Mapping[str, int]]], pending: Mapping[str, int],
                    names: Collection[str] | None = None) -> list[PoolState]:
-    """``pool_states`` of values at hand: (pool, resources) of the live requests and of the held
-    ones, and the pending count per queue pool; a pass announces what it wrote this way."""
-    live = list(live)
-    used, running = _sum_by_pool(live), Counter(pool for pool, _ in live)
-    held_by_pool = _sum_by_pool(held)
+    """``pool_states`` of values at hand: (pool, resources, preempted_by) of the live requests,
+    (id, held pool, resources) of the preemptors holding room, and the pending count per queue
+    pool; a pass announces what it wrote this way."""
+    live, holders = list(live), list(holders)
+    used = _sum_by_pool((pool, resources) for pool, resources, _ in live)
+    running = Counter(pool for pool, _, _ in live)
+    held = _sum_by_pool((pool, resources) for _, pool, resources in holders)
+    beyond = _sum_by_pool(_held_room(holders, live))
     return [_pool_state(pool.name, pool.description, dict(pool.capacity), used.get(pool.name, {}),
-                        held_by_pool.get(pool.name, {}), pending.get(pool.name, 0), running[pool.name])
+                        held.get(pool.name, {}), beyond.get(pool.name, {}), pending.get(pool.name, 0),
+                        running[pool.name])
             for pool in config.pools if names is None or pool.name in names]
 
 
-def _pool_state(name: str, description: str, capacity: Amounts, used: Amounts, held: Amounts,
+def _held_room(holders: Iterable[tuple[int, str, Amounts]], live: list[tuple]) -> Iterable[tuple[str, Amounts]]:
+    """R-45, as the engine's ledger holds it: the room a preemptor takes from others, its demand
+    beyond what its victims still occupy on the pool (their capacity is in use already)."""
+    victims: defaultdict[tuple[int, str], Amounts] = defaultdict(dict)
+    for pool, resources, preempted_by in live:
+        if preempted_by is not None:
+            holding = victims[(preempted_by, pool)]
+            for key, amount in resources.items():
+                holding[key] = holding.get(key, 0) + amount
+    for request_id, pool, resources in holders:
+        occupied = victims.get((request_id, pool), {})
+        yield pool, {key: amount - occupied.get(key, 0) for key, amount in resources.items()
+                     if amount > occupied.get(key, 0)}
+
+
+def _pool_state(name: str, description: str, capacity: Amounts, used: Amounts, held: Amounts, beyond: Amounts,
                 pending: int, running: int) -> PoolState:
     unmetered = unmetered_keys(capacity)
     used = {key: amount for key, amount in used.items() if key not in unmetered}
     held = {key: amount for key, amount in held.items() if key not in unmetered}
-    free = {key: max(0, amount - used.get(key, 0)) for key, amount in capacity.items()}
+    free = {key: max(0, amount - used.get(key, 0) - beyond.get(key, 0)) for key, amount in capacity.items()}
     # A key a provision removed from the capacity still in use is over-committed too (R-57).
     over = {key: amount - capacity.get(key, 0) for key, amount in used.items() if amount > capacity.get(key, 0)}
     return PoolState(name, description, capacity, used, free, over, held, pending, running)
@@ -126,11 +145,9 @@ def live_pool_exists(name: str) -> bool:
 
 
 def pool_queue(name: str) -> QuerySet[RequestRow]:
-    """The pool's pending requests in service order: ``position`` (R-32), then id."""
-    return (RequestRow.objects.filter(state=PENDING, queue_pool=name)
-            .select_related("owner")
-            .only("id", "name", "policy", "profile", "owner__username", "resources", "preemptible",
-                  "position", "reason", "message", "submitted_at")
+    """The pool's pending requests in service order: ``position`` (R-32), then id. Whose they
+    are decides how much of each a reader sees (``selectors.requests.Audience``)."""
+    return (RequestRow.objects.filter(state=PENDING, queue_pool=name).select_related("owner")
             .order_by(F("position").asc(nulls_last=True), "id"))
 
 

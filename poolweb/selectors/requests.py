@@ -1,7 +1,10 @@
 """Reads of requests for the API and the console: who sees what, filters, one request.
 
-Users see their own requests, staff (admins) everyone's. A request another user cannot see is
-reported exactly like one that does not exist (no leak of existence).
+Users list and read their own requests, staff (admins) everyone's; a request another user cannot
+read is reported exactly like one that does not exist (no leak of existence). Where a user does
+see others' requests — a pool's queue — an ``Audience`` says how much of each (api.md §2
+"Privacy"): all of their own, of those in a policy whose group they are in, and, for admins, of
+every one; of the others only what ``services.payloads.request_data_for`` keeps.
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from poolweb.models import Request
+from poolweb.models import Request, RequestChange
+from poolweb.selectors.versions import live_config
+from reconcile import State
 
 MAX_ID = 2**63 - 1  # larger ids cannot be in the table, and some databases refuse to compare them
 
@@ -25,6 +30,28 @@ class RequestFilters:
     profile: str | None = None
     pool: str | None = None
     owner: str | None = None  # a username
+
+
+@dataclass(frozen=True)
+class Audience:
+    """Who reads requests, for the privacy rule: a user, whether an admin, and the policies of
+    the live configuration whose group the user is in (their teams' queues)."""
+
+    user_id: int
+    is_admin: bool = False
+    team_policies: frozenset[str] = frozenset()
+
+    def sees_details(self, owner_id: int, policy: str) -> bool:
+        """Whether a request of ``owner_id`` in ``policy`` shows its name, owner, labels and message."""
+        return self.is_admin or owner_id == self.user_id or policy in self.team_policies
+
+
+def audience_of(user) -> Audience:
+    if user.is_staff:
+        return Audience(user.pk, is_admin=True)
+    groups = set(user.groups.values_list("name", flat=True))
+    return Audience(user.pk, team_policies=frozenset(
+        policy.name for policy in live_config().policies if policy.group and policy.group in groups))
 
 
 def requests_visible(*, user) -> QuerySet[Request]:
@@ -51,6 +78,17 @@ def request_get(*, user, request_id: int) -> Request | None:
     if not 1 <= request_id <= MAX_ID:
         return None
     return requests_visible(user=user).filter(pk=request_id).first()
+
+
+def pending_count(*, user) -> int:
+    return Request.objects.filter(owner=user, state=State.PENDING.value).count()
+
+
+def request_history(*, user, request_id: int) -> list[RequestChange] | None:
+    """The changes of a request ``user`` may see, oldest first; None as for ``request_get``."""
+    if request_get(user=user, request_id=request_id) is None:
+        return None
+    return list(RequestChange.objects.filter(request_id=request_id).order_by("id"))
 
 
 def request_by_idempotency_key(*, user, key: str) -> Request | None:

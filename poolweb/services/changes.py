@@ -18,6 +18,14 @@ from reconcile.transition import applied, changes
 LEFT_QUEUE = {"position": None, "queue_pool": None}
 
 
+def history_entry(after: Request, decision: Decision, now: datetime) -> tuple | None:
+    """The row of the request's history a decision adds (``sql.insert_changes``), or None for one
+    that leaves its state as it was (a hold, R-45): the history lists changes of state."""
+    if decision.state is decision.from_state:
+        return None
+    return (after.id, now, after.state.value, after.reason.value, decision.message, after.attempt, after.pool)
+
+
 def decision_columns(before: Request, decision: Decision, now: datetime) -> tuple[Request, dict]:
     """The request after ``decision``, and what to write of it: column → value."""
     after = applied(before, decision, now)

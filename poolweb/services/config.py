@@ -24,7 +24,7 @@ from poolweb.models import (
 )
 from poolweb.selectors.versions import ConfigNotFound, draft_get, live_version, version_get
 from poolweb.services import events
-from poolweb.services.payloads import json_ready
+from poolweb.services.payloads import json_ready, moment
 from poolweb.services.site import site_locked
 from poolweb.services.triggers import reconcile_soon
 from poolweb.services.validation import (
@@ -37,6 +37,7 @@ from reconcile.document import Issue, to_document
 logger = logging.getLogger(__name__)
 
 MAX_COMMENT = 500  # ConfigVersion.comment
+MAX_AUTHOR_NAME = 150  # ConfigVersion.author_name
 
 
 class ConfigInvalid(Exception):
@@ -55,10 +56,16 @@ def draft_validate() -> Validation:
 # Writes.
 
 
-def config_provision_document(*, document: Any, author=None, comment: str = "") -> ConfigVersion:
-    """Validate and publish ``document`` as the next version (R-55); ``ConfigInvalid`` otherwise."""
-    version = _provision(document=document, author=author, comment=comment)
-    _reconcile_after_change()
+def config_provision_document(*, document: Any, author=None, author_name: str = "", comment: str = "",
+                              if_changed: bool = False) -> ConfigVersion | None:
+    """Validate and publish ``document`` as the next version (R-55); ``ConfigInvalid`` otherwise.
+    ``author`` is an account, or else ``author_name`` says who (a command line's user). With
+    ``if_changed``, a document that is the live configuration already writes nothing and gives
+    None: a deployment that applies its file every time makes no new version."""
+    version = _provision(document=document, author=author, author_name=author_name, comment=comment,
+                         if_changed=if_changed)
+    if version is not None:
+        _reconcile_after_change()
     return version
 
 
@@ -117,26 +124,31 @@ def management_set(*, enabled: bool, user) -> bool:
     return enabled
 
 
-def _provision(*, document: Any, author, comment: str) -> ConfigVersion:
+def _provision(*, document: Any, author, comment: str, author_name: str = "",
+               if_changed: bool = False) -> ConfigVersion | None:
     # The document is judged before the transaction: on SQLite a transaction holds the write lock.
     checked = validate_document(_without_version(document))
-    errors = checked.errors + text_errors(comment, "comment", MAX_COMMENT)
+    errors = (checked.errors + text_errors(comment, "comment", MAX_COMMENT)
+              + text_errors(author_name, "author", MAX_AUTHOR_NAME))
     if errors or checked.config is None:
         raise ConfigInvalid(errors)
+    normalised = json_ready(to_document(checked.config))
     with site_locked() as state, transaction.atomic():
+        if if_changed and state.live_version is not None and state.live_version.document == normalised:
+            return None
         # R-57 is checked under the lock, against the requests live at this moment.
         refusals = removal_refusals(checked.config)
         if refusals:
             raise ConfigInvalid(refusal_errors(refusals))
         number = (ConfigVersion.objects.aggregate(top=Max("number"))["top"] or 0) + 1
-        version = ConfigVersion.objects.create(number=number, document=json_ready(to_document(checked.config)),
-                                               author=author, comment=comment)
+        version = ConfigVersion.objects.create(number=number, document=normalised, author=author,
+                                               author_name="" if author is not None else author_name, comment=comment)
         _write_rows(version, checked.config)
         state.live_version = version
         state.save(update_fields=["live_version"])
         events.publish(events.CONFIG_PROVISIONED, {
-            "version": number, "author": getattr(author, "username", None), "comment": comment,
-            "created_at": version.created_at.isoformat()})
+            "version": number, "author": version.author_label, "comment": comment,
+            "created_at": moment(version.created_at)})
     return version
 
 

@@ -13,11 +13,16 @@ from decimal import Decimal
 from typing import Any
 
 from poolweb.selectors.live import PolicyState, PoolState
+from poolweb.selectors.requests import Audience
 from reconcile import State, format_quantity
 
 REQUEST_FIELDS = ("id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
                   "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool")
+# What anyone signed in sees of a request that is neither theirs nor their team's (api.md §2
+# "Privacy"): where it stands and what it takes, not who asked, what for, or the numbers behind it.
+PUBLIC_REQUEST_FIELDS = ("id", "state", "position", "policy", "profile", "resources", "pool",
+                         "submitted_at", "allocated_at", "finished_at", "lease_expires_at")
 
 
 def json_number(value: int | Decimal) -> int | float:
@@ -69,6 +74,20 @@ def request_data(row: Any) -> dict:
         "finished_at": moment(row.finished_at), "lease_expires_at": moment(row.lease_expires_at),
         "lease_seconds": row.lease_seconds, "queue_pool": row.queue_pool,
     }
+
+
+def request_data_for(row: Any, audience: Audience) -> dict:
+    """The request object as ``audience`` may see it: whole, or only its public fields."""
+    data = request_data(row)
+    if audience.sees_details(row.owner_id, row.policy):
+        return data
+    return {key: data[key] for key in PUBLIC_REQUEST_FIELDS}
+
+
+def change_data(change: Any) -> dict:
+    """One entry of a request's history."""
+    return {"at": moment(change.at), "state": change.state, "reason": change.reason, "message": change.message,
+            "attempt": change.attempt, "pool": change.pool}
 
 
 def pool_state_data(state: PoolState) -> dict:

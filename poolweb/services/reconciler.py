@@ -33,10 +33,10 @@ from django.utils import timezone
 
 from poolweb import sql
 from poolweb.models import LiveChange, PassRecord, Request as RequestRow
+from poolweb.selectors.live import PolicyState, PoolState, policy_states_of, pool_states_of
 from poolweb.selectors.snapshot import NO_WAIT, StoredWait, load_pass_input
 from poolweb.services import events
-from poolweb.selectors.live import PolicyState, PoolState, policy_states_of, pool_states_of
-from poolweb.services.changes import decision_columns
+from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.site import site_locked
 from reconcile import ALL_POOLS, Config, Plan, Request, Snapshot, State, plan
 
@@ -63,6 +63,7 @@ class Writes:
     expected: dict[int, str] = field(default_factory=dict)  # the state the plan saw
     leases: dict[int, datetime | None] = field(default_factory=dict)  # of the requests it expires, as seen
     victims: dict[int, list[int]] = field(default_factory=dict)  # preemptor → the victims it takes
+    history: list[tuple] = field(default_factory=list)  # services.changes.history_entry of each decision
     announced: set[int] = field(default_factory=set)  # request.updated for these
     pools: set[str] = field(default_factory=set)
     policies: set[str] = field(default_factory=set)
@@ -136,6 +137,7 @@ def apply_plan(snapshot: Snapshot, decided: Plan, writes: Writes) -> None:
     in the caller's transaction."""
     renewed = _drop_conflicts(writes)
     sql.update_requests(writes.fields)
+    sql.insert_changes([entry for entry in writes.history if entry[0] in writes.fields])
     writes.encoded.update(events.encoded_requests(writes.payloads[request_id] for request_id in renewed))
     events.publish_encoded(writes.encoded[request_id] for request_id in sorted(writes.encoded.keys() & writes.fields))
     events.publish_live(*_live_states(snapshot.config, decided, writes))
@@ -155,7 +157,7 @@ def _live_states(config: Config, decided: Plan, writes: Writes) -> tuple[list[Po
     """The announced pools and policies as this pass leaves them, from its own values (no query):
     the snapshot with the plan applied, less the requests that changed under it (they left a
     ``LiveChange``, so the next pass announces them again)."""
-    live, held = [], []
+    live, holders = [], []
     pending: Counter = Counter()
     for request in writes.after.values():
         if request.id in writes.dropped:
@@ -164,14 +166,14 @@ def _live_states(config: Config, decided: Plan, writes: Writes) -> tuple[list[Po
             live.append(request)
         elif request.state is State.PENDING:
             if request.held_pool:
-                held.append((request.held_pool, request.resources))
+                holders.append((request.id, request.held_pool, request.resources))
             waiting = decided.waiting.get(request.id)
             if waiting is not None and waiting.pool:
                 pending.update([waiting.pool, (request.policy, waiting.pool), (request.policy, ALL_POOLS)])
             else:
                 pending[(request.policy, ALL_POOLS)] += 1
-    pools = pool_states_of(config, ((r.pool, r.resources) for r in live if r.pool in writes.pools), held,
-                           pending, writes.pools) if writes.pools else []
+    pools = pool_states_of(config, ((r.pool, r.resources, r.preempted_by) for r in live if r.pool in writes.pools),
+                           holders, pending, writes.pools) if writes.pools else []
     policies = policy_states_of(config, [r for r in live if r.policy in writes.policies], pending,
                                 writes.policies) if writes.policies else []
     return pools, policies
@@ -197,6 +199,8 @@ def _write_decisions(writes: Writes, requests: dict[int, Request], waits: dict[i
             writes.victims.setdefault(decision.preempted_by, []).append(before.id)
         requests[before.id], columns = decision_columns(before, decision, decided.now)
         writes.fields.setdefault(before.id, {}).update(columns)
+        if entry := history_entry(requests[before.id], decision, decided.now):
+            writes.history.append(entry)
         writes.announced.add(before.id)
         writes.pools.update(p for p in (decision.pool, before.pool, waits.get(before.id, NO_WAIT).queue_pool) if p)
         writes.policies.add(before.policy)

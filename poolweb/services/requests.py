@@ -21,12 +21,13 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from poolweb import sql
 from poolweb.models import LiveChange, Request as RequestRow
 from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key, request_get
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
 from poolweb.selectors.versions import live_config
 from poolweb.services import events
-from poolweb.services.changes import decision_columns
+from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.triggers import reconcile_soon
 from reconcile import Config, Decision, Reason, Request, State, Vector, lifecycle
 from reconcile.quota import TermsCache, eligibility
@@ -103,6 +104,7 @@ def request_create(*, user, submission: Submission, config: Config,
     try:
         with transaction.atomic():
             row = RequestRow.objects.create(**fields)
+            sql.insert_changes([(row.pk, now, row.state, row.reason, row.message, row.attempt, None)])
             events.publish_request_rows([row])
             return row, True
     except IntegrityError:
@@ -161,17 +163,21 @@ def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) ->
     left to the pass this change asks for (``LiveChange``): computing them here read every live
     and queued request of the pool and the policy, on every release.
     """
-    before = to_engine(_locked(user, request_id))
+    row = _locked(user, request_id)
+    before, queue_pool = to_engine(row), row[len(SNAPSHOT_FIELDS)]
     if attempt is not None and attempt != before.attempt:
         return _fresh(user, request_id), False
     decision = action(before, user.get_username())
     if decision is None:
         return _fresh(user, request_id), False
-    _, columns = decision_columns(before, decision, timezone.now())
+    now = timezone.now()
+    after, columns = decision_columns(before, decision, now)
     if not RequestRow.objects.filter(pk=request_id, state=before.state.value).update(**columns):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
+    sql.insert_changes([history_entry(after, decision, now)])
+    # Its capacity or its place is free now: the pass announces the pool's and the policy's numbers.
+    LiveChange.objects.create(pool=before.pool or queue_pool or "", policy=before.policy)
     row = _fresh(user, request_id)
-    LiveChange.objects.create(pool=before.pool or "", policy=before.policy)  # its capacity or place is free now
     events.publish_request_rows([row])
     return row, True
 
@@ -181,8 +187,8 @@ def _renew(*, user, request_id: int, attempt: int | None) -> RequestRow:
     before = to_engine(_locked(user, request_id))
     now = timezone.now()
     if attempt is not None and attempt != before.attempt:
-        raise RequestNotLive(f"attempt {attempt} of request {request_id} is over: it is at attempt "
-                             f"{before.attempt}, {before.state.value}")
+        raise RequestNotLive(f"attempt {attempt} is not the current attempt of request {request_id}: it is at "
+                             f"attempt {before.attempt}, {before.state.value}")
     if lifecycle.lease_expired(before, now):
         raise RequestNotLive(f"the lease of request {request_id} ran out at {before.lease_expires_at.isoformat()}")
     try:
@@ -199,11 +205,12 @@ def _renew(*, user, request_id: int, attempt: int | None) -> RequestRow:
 
 
 def _locked(user, request_id: int) -> tuple:
-    """The request's row (``SNAPSHOT_FIELDS``) locked for this transaction, if ``user`` may see it."""
+    """The request's row (``SNAPSHOT_FIELDS``, then its queue pool) locked for this transaction, if
+    ``user`` may see it."""
     rows = RequestRow.objects.select_for_update().filter(pk=request_id)
     if not user.is_staff:
         rows = rows.filter(owner=user)
-    row = rows.values_list(*SNAPSHOT_FIELDS).first() if 1 <= request_id <= MAX_ID else None
+    row = rows.values_list(*SNAPSHOT_FIELDS, "queue_pool").first() if 1 <= request_id <= MAX_ID else None
     if row is None:
         raise RequestNotFound(f"there is no request {request_id}")
     return row

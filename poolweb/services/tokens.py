@@ -1,5 +1,6 @@
 """API tokens (``Authorization: Bearer <token>``, and the event stream's first message): issued
-once, stored only as their SHA-256, noted when used (to the minute)."""
+once, stored only as their SHA-256, noted when used (to the minute), revoked by deleting them
+(api.md §2 "Accounts and operations")."""
 
 from __future__ import annotations
 
@@ -7,25 +8,37 @@ import hashlib
 import secrets
 from datetime import timedelta
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from poolweb.models import ApiToken
 
+MAX_NAME = 100  # ApiToken.name
+COMMAND_NAME = "create_api_token"  # the name of a token made by the command without --name
 # How stale a token's last_used_at may grow before a use writes it again. A write per request was
 # a second write transaction on every call (on SQLite one more wait for the write lock, 40 % of a
 # submission's time behind a pass, measured); to the minute is what a person reading it needs.
 LAST_USED_PRECISION = timedelta(minutes=1)
 
 
+class TokenNotFound(LookupError):
+    """No such token, or another user's (for a caller who is not an admin)."""
+
+
 def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def token_issue(*, user) -> str:
-    """A new token for ``user``; the plain token is returned once and never stored."""
+def token_create(*, user, name: str) -> tuple[ApiToken, str]:
+    """A new token for ``user``, and its secret: returned this once and never stored."""
     token = secrets.token_urlsafe(32)
-    ApiToken.objects.create(user=user, digest=digest(token), prefix=token[:8])
-    return token
+    row = ApiToken.objects.create(user=user, name=name, digest=digest(token), prefix=token[:8])
+    return row, token
+
+
+def token_issue(*, user, name: str = COMMAND_NAME) -> str:
+    """The secret of a new token for ``user`` (scripts and tests need no more)."""
+    return token_create(user=user, name=name)[1]
 
 
 def token_authenticate(token: str) -> ApiToken | None:
@@ -37,3 +50,32 @@ def token_authenticate(token: str) -> ApiToken | None:
     if found.last_used_at is None or now - found.last_used_at >= LAST_USED_PRECISION:
         ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
     return found
+
+
+def token_in_force(token_id: int) -> bool:
+    """Whether the token still exists (not revoked); an open stream asks this again and again."""
+    return ApiToken.objects.filter(pk=token_id).exists()
+
+
+def token_list(*, owner=None) -> QuerySet[ApiToken]:
+    """``owner``'s tokens (everyone's when None), newest first."""
+    rows = ApiToken.objects.select_related("user").order_by("-created_at", "-id")
+    return rows if owner is None else rows.filter(user=owner)
+
+
+def token_revoke(*, token_id: int, user=None) -> None:
+    """Delete a token: one of ``user``'s (an admin: anyone's), or any when ``user`` is None (an
+    operator at the command line). It stops working at once, and open streams signed in with it
+    close at their next check (``EVENT_STREAM["RECHECK_MS"]``). ``TokenNotFound`` otherwise."""
+    rows = ApiToken.objects.filter(pk=token_id) if 0 < token_id < 2**63 else ApiToken.objects.none()
+    if user is not None and not user.is_staff:
+        rows = rows.filter(user=user)
+    deleted, _ = rows.delete()
+    if not deleted:
+        raise TokenNotFound(f"there is no token {token_id}")
+
+
+def tokens_revoke_all(*, owner) -> int:
+    """Delete every token of ``owner`` (someone leaving); how many there were."""
+    deleted, _ = ApiToken.objects.filter(user=owner).delete()
+    return deleted

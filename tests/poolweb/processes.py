@@ -12,11 +12,15 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
+
+from poolweb.ports import free_port, wait_until_listening
 
 ROOT = Path(settings.BASE_DIR)
 
@@ -64,3 +68,30 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {timeout:.0f} s for {what}")
         time.sleep(0.05)
+
+
+@dataclass
+class WebServer:
+    port: int
+    process: subprocess.Popen | None = None
+    output: str = ""  # what it printed, once stopped
+
+    def stop(self) -> str:
+        """Stop it (once) and return what it printed."""
+        if self.process is not None:
+            self.output, self.process = stop(self.process), None
+        return self.output
+
+
+@contextmanager
+def web_server(data_dir: Path, timeout: float = 30, **extra: str) -> Iterator[WebServer]:
+    """daphne serving poolweb.asgi on a free port, as ``make run`` does; stopped on leaving, before
+    the database is flushed (PostgreSQL cannot drop a database a server is still connected to)."""
+    server = WebServer(free_port())
+    server.process = start("-m", "daphne", "-b", "127.0.0.1", "-p", str(server.port), "poolweb.asgi:application",
+                           POOLWEB_DATA_DIR=str(data_dir), POOLWEB_SECRET_KEY=settings.SECRET_KEY, **extra)
+    try:
+        wait_until_listening(server.process, "127.0.0.1", server.port, timeout)
+        yield server
+    finally:
+        server.stop()

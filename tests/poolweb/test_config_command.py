@@ -13,7 +13,8 @@ from django.core.management.base import CommandError
 from poolweb.models import ConfigVersion, Draft
 from poolweb.selectors import versions
 from poolweb.services import config as services
-from tests.poolweb.conftest import document
+from poolweb.management.commands.config import os_author
+from tests.poolweb.conftest import client_for, document
 
 pytestmark = pytest.mark.django_db
 
@@ -50,10 +51,12 @@ def test_export_then_import_with_provision_round_trips(provisioned, tmp_path, na
     text = file.read_text()
     loaded = yaml.safe_load(text) if name.lower().endswith((".yaml", ".yml")) else json.loads(text)
     assert loaded == {"version": 1, **provisioned.document}
+    assert run("import", str(file), "--provision")[0].startswith("no change: ")  # it is the live one
+    services.config_provision_document(document=document(pools=document()["pools"][::-1]))  # version 2
     out, _ = run("import", str(file), "--provision", "--comment", "round trip")
-    assert "provisioned version 2" in out
-    second = ConfigVersion.objects.get(number=2)
-    assert (second.document, second.comment, second.author) == (provisioned.document, "round trip", None)
+    assert "provisioned version 3" in out
+    third = ConfigVersion.objects.get(number=3)
+    assert (third.document, third.comment, third.author) == (provisioned.document, "round trip", None)
 
 
 def test_yaml_export_is_readable_yaml_not_json(provisioned, tmp_path):
@@ -137,3 +140,43 @@ def test_the_user_option_names_the_author(alice, tmp_path):
     file.write_text(json.dumps(document()))
     run("import", str(file), "--provision", "--user", "alice")
     assert ConfigVersion.objects.get(number=1).author == alice
+
+
+def test_without_user_the_author_is_who_ran_the_command_and_the_api_shows_it(alice, tmp_path):
+    file = tmp_path / "doc.json"
+    file.write_text(json.dumps(document()))
+
+    run("import", str(file), "--provision")
+
+    version = ConfigVersion.objects.get(number=1)
+    assert version.author is None and version.author_name == os_author() and "@" in os_author()
+    listed = client_for(alice).get("/api/v1/config/versions").json()["results"]
+    assert listed[0]["author"] == os_author()
+
+
+def test_the_author_option_names_an_author_who_is_no_account(db, tmp_path):
+    file = tmp_path / "doc.json"
+    file.write_text(json.dumps(document()))
+
+    run("import", str(file), "--provision", "--author", "release pipeline")
+
+    assert ConfigVersion.objects.get().author_label == "release pipeline"
+
+
+def test_reimporting_the_live_configuration_says_no_change_and_writes_nothing(provisioned, tmp_path):
+    file = tmp_path / "same.yaml"
+    reordered = {"policies": document()["policies"], "profiles": document()["profiles"], "pools": document()["pools"]}
+    file.write_text(yaml.safe_dump(reordered))  # the same document, keys in another order
+
+    out, _ = run("import", str(file), "--provision", "--comment", "deploy 2")
+
+    assert out == f"no change: {file} is the live configuration (version 1); nothing provisioned\n"
+    assert ConfigVersion.objects.count() == 1
+
+
+def test_the_api_still_provisions_a_draft_equal_to_the_live_configuration(alice, provisioned):
+    client = client_for(alice)
+    client.put("/api/v1/config/draft", provisioned.document, format="json")
+
+    assert client.post("/api/v1/config/draft/provision", {"comment": "again, on purpose"}, format="json").json() == {
+        "version": 2}

@@ -9,17 +9,13 @@ The server reads the same test database: the test's DATABASE_URL with the test d
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
-from django.conf import settings
 from django.db import transaction
 from websockets.sync.client import ClientConnection, connect
 
 from poolweb.services.tokens import token_issue
-from poolweb.ports import free_port, wait_until_listening
 from poolweb.realtime.outbox import newest_seq
 from poolweb.services.events import POOL_UPDATED, REQUEST_UPDATED, publish
 
@@ -27,30 +23,14 @@ from . import processes
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-START_TIMEOUT = 30.0  # seconds for daphne to listen; Django's start-up is most of it
 RECEIVE_TIMEOUT = 5.0
 
 
 @pytest.fixture
 def server_url(transactional_db, tmp_path) -> Iterator[str]:
-    """A daphne process serving the application on a free port; stopped before the database
-    is flushed (PostgreSQL cannot drop a database a server is still connected to)."""
-    port = free_port()
-    environment = processes.environment(POOLWEB_DATA_DIR=str(tmp_path), POOLWEB_SECRET_KEY=settings.SECRET_KEY,
-                                        POOLWEB_EVENT_POLL_MS="20")
-    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                               "poolweb.asgi:application"], cwd=settings.BASE_DIR, env=environment,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_until_listening(server, "127.0.0.1", port, START_TIMEOUT)
-        yield f"ws://127.0.0.1:{port}/ws/events/"
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+    """A daphne process serving the application, polling the outbox often."""
+    with processes.web_server(tmp_path, POOLWEB_EVENT_POLL_MS="20") as server:
+        yield f"ws://127.0.0.1:{server.port}/ws/events/"
 
 
 def commit(type: str, data: dict, owner=None) -> None:

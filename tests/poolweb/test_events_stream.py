@@ -1,109 +1,21 @@
-"""The event stream at /ws/events/ (api.md §3), in process: channels' WebsocketCommunicator
-against the whole ASGI application, events written to the outbox as a decision writes them.
-
-Each test is a coroutine run by ``async_to_sync``, so the consumer's and the relay's database
-calls run on the test's thread and connection. The database is transactional (committed rows),
-as channels needs for ``database_sync_to_async``.
-"""
+"""The event stream at /ws/events/ (api.md §3), in process: what arrives, signing in, and
+malformed input (helpers in streams.py; resuming in test_events_resume.py, rights while a
+stream is open in test_events_rights.py)."""
 
 from __future__ import annotations
 
-import functools
-
 import pytest
-from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.db import transaction
-from django.test import Client
-from django.utils import timezone
 
-from poolweb.services.tokens import token_issue
 from poolweb.asgi import application
-from poolweb.models import Event
-from poolweb.services.events import POOL_UPDATED, REQUEST_UPDATED, prune, publish
+from poolweb.services.tokens import token_issue
+
+from .streams import (  # noqa: F401 (quick_stream is a fixture)
+    TIMEOUT, connect, in_event_loop, nothing_more, payloads, pool, quick_stream, receive, refusal, request_of, write,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-TIMEOUT = 3  # seconds to wait for a message that must come
-
-
-@pytest.fixture(autouse=True)
-def quick_stream(settings):
-    """Poll often and start soon, so a test waits milliseconds, not the production defaults."""
-    settings.EVENT_STREAM = {**settings.EVENT_STREAM, "POLL_MS": 10, "START_MS": 30}
-
-
-def in_event_loop(test):
-    @functools.wraps(test)
-    def run(*args, **kwargs):
-        return async_to_sync(test)(*args, **kwargs)
-
-    return run
-
-
-# -- writing events, as a decision does ---------------------------------------------------------
-
-
-def _write(events: list[tuple[str, dict, object]]) -> list[int]:
-    """Publish ``(type, data, owner)`` events in one committed transaction; their seqs."""
-    newest = Event.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
-    with transaction.atomic():
-        for type, data, owner in events:
-            publish(type, data, owner_id=owner.pk if owner is not None else None)
-    return list(Event.objects.filter(seq__gt=newest).values_list("seq", flat=True))
-
-
-write = database_sync_to_async(_write)
-
-
-def pool(n: int) -> tuple[str, dict, None]:
-    return POOL_UPDATED, {"name": "h100", "n": n}, None
-
-
-def request_of(owner, n: int) -> tuple[str, dict, object]:
-    return REQUEST_UPDATED, {"id": n, "owner": owner.username}, owner
-
-
-# -- connecting ---------------------------------------------------------------------------------
-
-
-def _session_cookie(user) -> bytes:
-    client = Client()
-    client.force_login(user)
-    return f"sessionid={client.cookies['sessionid'].value}".encode()
-
-
-async def connect(user=None, *, origin: bytes = b"http://testserver", path: str = "/ws/events/"):
-    """A connected communicator, signed in by ``user``'s session (anonymous when None)."""
-    headers = [(b"origin", origin)]
-    if user is not None:
-        headers.append((b"cookie", await database_sync_to_async(_session_cookie)(user)))
-    communicator = WebsocketCommunicator(application, path, headers=headers)
-    connected, _ = await communicator.connect(timeout=TIMEOUT)
-    assert connected
-    return communicator
-
-
-async def receive(communicator, count: int) -> list[dict]:
-    return [await communicator.receive_json_from(timeout=TIMEOUT) for _ in range(count)]
-
-
-async def refusal(communicator) -> tuple[str, int]:
-    """The error code of the refusal and the close code that follows it."""
-    error = await communicator.receive_json_from(timeout=TIMEOUT)
-    closed = await communicator.receive_output(timeout=TIMEOUT)
-    assert error["type"] == "error" and error["message"]
-    assert closed["type"] == "websocket.close"
-    return error["code"], closed["code"]
-
-
-async def nothing_more(communicator) -> bool:
-    return await communicator.receive_nothing(timeout=0.3)
-
-
-def payloads(messages: list[dict]) -> list[dict]:
-    return [message["data"] for message in messages]
 
 
 # -- what arrives -------------------------------------------------------------------------------
@@ -168,105 +80,6 @@ async def test_an_admin_receives_every_event(alice, bob, carol):
 
     assert [m["data"] for m in await receive(stream, 3)] == [
         {"id": 1, "owner": "bob"}, {"id": 2, "owner": "carol"}, {"name": "h100", "n": 3}]
-    await stream.disconnect()
-
-
-# -- resuming -----------------------------------------------------------------------------------
-
-
-@in_event_loop
-async def test_resuming_returns_exactly_the_missed_events_then_new_ones(bob, carol):
-    stream = await connect(bob)
-    await write([pool(1), request_of(bob, 2)])
-    last = (await receive(stream, 2))[-1]["seq"]
-    await stream.disconnect()
-
-    await write([pool(3), request_of(carol, 4), request_of(bob, 5)])  # missed while away
-    stream = await connect(bob)
-    await stream.send_json_to({"resume_from": last})
-
-    assert payloads(await receive(stream, 2)) == [{"name": "h100", "n": 3}, {"id": 5, "owner": "bob"}]
-    await write([pool(6)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 6}]
-    assert await nothing_more(stream)
-    await stream.disconnect()
-
-
-@in_event_loop
-async def test_events_written_while_resuming_come_once_and_in_order(alice):
-    seqs = await write([pool(n) for n in range(5)])
-    stream = await connect(alice)
-    await write([pool(5), pool(6)])  # after the subscription, before the stream starts
-
-    await stream.send_json_to({"resume_from": seqs[1]})
-
-    assert [m["data"]["n"] for m in await receive(stream, 5)] == [2, 3, 4, 5, 6]
-    assert await nothing_more(stream)
-    await stream.disconnect()
-
-
-@in_event_loop
-async def test_resuming_from_the_newest_event_returns_only_new_ones(bob):
-    seqs = await write([pool(1), pool(2)])
-    stream = await connect(bob)
-    await stream.send_json_to({"resume_from": seqs[-1]})
-    assert await nothing_more(stream)
-
-    await write([pool(3)])
-
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 3}]
-    await stream.disconnect()
-
-
-@in_event_loop
-async def test_resync_when_the_missed_events_are_no_longer_kept(bob):
-    seqs = await write([pool(n) for n in range(5)])
-    await database_sync_to_async(prune)(timezone.now() + timezone.timedelta(hours=1), keep=2)
-    stream = await connect(bob)
-
-    await stream.send_json_to({"resume_from": seqs[1]})  # seqs[2] is pruned
-
-    assert await receive(stream, 1) == [{"type": "resync"}]
-    await write([pool(9)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 9}]
-    await stream.disconnect()
-
-
-@in_event_loop
-async def test_no_resync_when_only_events_before_the_resume_point_are_pruned(bob):
-    seqs = await write([pool(n) for n in range(5)])
-    await database_sync_to_async(prune)(timezone.now() + timezone.timedelta(hours=1), keep=3)
-    stream = await connect(bob)
-
-    await stream.send_json_to({"resume_from": seqs[1]})  # seqs[2] is the oldest kept
-
-    assert [m["data"]["n"] for m in await receive(stream, 3)] == [2, 3, 4]
-    await stream.disconnect()
-
-
-@in_event_loop
-async def test_resync_when_resuming_from_beyond_the_newest_event(bob):
-    seqs = await write([pool(1)])
-    stream = await connect(bob)
-
-    await stream.send_json_to({"resume_from": seqs[-1] + 1000})  # another database's seq
-
-    assert await receive(stream, 1) == [{"type": "resync"}]
-    await stream.disconnect()
-
-
-@in_event_loop
-async def test_a_slow_client_catches_up_from_the_outbox_without_a_gap(settings, bob):
-    settings.EVENT_STREAM = {**settings.EVENT_STREAM, "CLIENT_BUFFER": 3, "START_MS": 10_000}
-    stream = await connect(bob)
-    await write([pool(n) for n in range(10)])  # more than the buffer holds, before the start
-    await stream.receive_nothing(timeout=0.1)  # the relay has read them and overflowed
-
-    await stream.send_json_to({"resume_from": None})
-
-    assert [m["data"]["n"] for m in await receive(stream, 10)] == list(range(10))
-    await write([pool(10)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 10}]
     await stream.disconnect()
 
 

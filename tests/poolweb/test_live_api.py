@@ -7,10 +7,12 @@ submission; the configuration goes live through the configuration service.
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 
 from poolweb.models import Request as RequestRow
 from poolweb.services import config as config_services
+from poolweb.selectors.requests import audience_of
+from poolweb.services.payloads import request_data
 from poolweb.services.reconciler import reconcile_pass
 from reconcile import parse_quantity
 
@@ -129,6 +131,21 @@ def test_capacity_held_for_a_preemptor_shows_on_its_pool(alice, bob):
     assert (pool["running"], pool["pending"]) == (1, 1)
 
 
+def test_free_room_leaves_out_what_is_held_beyond_the_victims(alice, bob):
+    doc = preemption_document()
+    doc["pools"][0]["capacity"] = {"gpu": 4}
+    doc["profiles"][0]["resources"] = {"gpu": 1}
+    doc["profiles"][0]["dynamic"] = True
+    for policy in doc["policies"]:
+        policy["quotas"] = []
+    go_live(doc, alice)
+    victims = [submit(bob, "low/one", gpu=1) for _ in range(3)]
+    preemptor = submit(alice, "high/one", gpu=3)  # 1 free: its victims leave 2, and it holds 3
+    assert preemptor.reason == "WaitingForPreemption" and len(victims) == 3
+    [pool] = client_for(bob).get("/api/v1/pools").json()
+    assert (pool["used"], pool["held"], pool["free"]) == ({"gpu": 3}, {"gpu": 3}, {"gpu": 0})
+
+
 # --- GET /pools/{name}/queue ------------------------------------------------------------------
 
 def queue_document() -> dict:
@@ -146,26 +163,74 @@ def fill_the_pools(alice: User) -> None:
         fixed(alice, "research/4xgpu")  # h100 8 of 8, a100 4 of 4: research at its limit of 12
 
 
-def test_the_queue_lists_pending_requests_in_service_order_with_position_and_reason(alice, bob, carol):
+def test_the_queue_lists_pending_requests_in_service_order_with_position_and_reason(alice, bob):
     fill_the_pools(alice)
     first_in = fixed(bob, "dev/4xgpu", name="bobs-job")
     later_but_higher = fixed(alice, "research/4xgpu", name="alices-job")
 
-    response = client_for(carol).get("/api/v1/pools/h100/queue")
+    response = client_for(alice).get("/api/v1/pools/h100/queue")
 
     assert response.status_code == 200
     body = response.json()
     assert body["count"] == 2
     entries = body["results"]
     assert [(e["id"], e["position"]) for e in entries] == [(later_but_higher.id, 1), (first_in.id, 2)]  # R-32.1
-    assert entries[1] == {
-        "id": first_in.id, "name": "bobs-job", "policy": "dev", "profile": "4xgpu", "owner": "bob",
-        "resources": {"gpu": 4, "step_run": 1}, "preemptible": True, "position": 2,
-        "reason": "WaitingForCapacity", "message": first_in.message,
-        "submitted_at": first_in.submitted_at.isoformat().replace("+00:00", "Z"),
-    }
+    first_in.refresh_from_db()
+    assert entries[1] == request_data(first_in)  # the request object, as GET /requests/{id} shows it
+    assert (entries[1]["reason"], entries[1]["owner"]) == ("WaitingForCapacity", "bob")
     assert entries[0]["reason"] == "WaitingForQuota"  # research is at its limit of 12
-    assert entries[0]["owner"] == "alice"  # a shared queue: everyone sees whose work is ahead
+
+
+# The privacy rule (api.md §2): whole for one's own requests, one's teams' and for admins; of
+# anyone else's only where it stands and what it takes.
+PUBLIC = {"id", "state", "position", "policy", "profile", "resources", "pool", "submitted_at", "allocated_at",
+          "finished_at", "lease_expires_at"}
+
+
+@pytest.fixture
+def queued(alice, bob) -> dict[str, RequestRow]:
+    fill_the_pools(alice)
+    bobs = fixed(bob, "dev/4xgpu", name="bobs-job")
+    RequestRow.objects.filter(pk=bobs.pk).update(labels={"team": "nlp"})
+    return {"bob": bobs, "alice": fixed(alice, "research/4xgpu", name="alices-job")}
+
+
+def queue_as(user: User) -> dict[int, dict]:
+    return {entry["id"]: entry for entry in client_for(user).get("/api/v1/pools/h100/queue").json()["results"]}
+
+
+def test_a_user_in_no_team_sees_where_others_requests_stand_but_not_whose_or_what_for(queued, carol):
+    entries = queue_as(carol)
+
+    assert [set(entry) for entry in entries.values()] == [PUBLIC, PUBLIC]
+    assert entries[queued["bob"].id]["resources"] == {"gpu": 4, "step_run": 1}
+    assert "bobs-job" not in str(entries) and "nlp" not in str(entries)
+
+
+def test_a_member_sees_their_own_and_their_teams_requests_whole_and_others_public(queued, bob):
+    dave = User.objects.create_user("dave")
+    dave.groups.add(*bob.groups.all())  # bob's team, dev
+
+    for user in (bob, dave):
+        entries = queue_as(user)
+        assert entries[queued["bob"].id]["owner"] == "bob"
+        assert entries[queued["bob"].id]["labels"] == {"team": "nlp"}
+        assert set(entries[queued["alice"].id]) == PUBLIC  # research is not their team
+
+
+def test_an_admin_sees_every_request_in_a_queue_whole(queued, alice):
+    entries = queue_as(alice)
+
+    assert {entry["owner"] for entry in entries.values()} == {"alice", "bob"}
+
+
+def test_a_users_teams_are_the_live_policies_whose_group_they_are_in(alice, bob, carol):
+    go_live(document(), alice)
+    bob.groups.add(Group.objects.create(name="no-policy-has-it"))
+
+    assert audience_of(bob).team_policies == {"dev"}
+    assert audience_of(carol).team_policies == frozenset()
+    assert audience_of(alice).is_admin
 
 
 def test_the_queue_is_paginated(alice, bob):

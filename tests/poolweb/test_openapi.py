@@ -23,9 +23,9 @@ from rest_framework.test import APIClient
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
-from poolweb.services.tokens import token_issue
-from poolweb.models import Request as RequestRow
+from poolweb.models import ApiToken, Request as RequestRow
 from poolweb.services.reconciler import reconcile_pass
+from poolweb.services.tokens import digest, token_issue
 from poolweb.wsgi import application
 
 from .conftest import document
@@ -42,7 +42,8 @@ API_MD_OPERATIONS = [
     ("POST", "/requests"), ("GET", "/requests"), ("GET", "/requests/{id}"),
     ("POST", "/requests/{id}/heartbeat"), ("POST", "/requests/{id}/release"), ("POST", "/requests/{id}/cancel"),
     ("GET", "/pools"), ("GET", "/pools/{name}/queue"), ("GET", "/policies"),
-    ("GET", "/health"),
+    ("GET", "/requests/{id}/history"), ("GET", "/health"),
+    ("GET", "/tokens"), ("POST", "/tokens"), ("DELETE", "/tokens/{id}"),
 ]
 
 EXAMPLES = {"alice": 30, "bob": 10}  # per operation
@@ -104,6 +105,18 @@ def fuzz_targets() -> Iterator:
             yield pytest.param(persona, method, path, id=f"{persona}: {method} {path}")
 
 
+class Credential:
+    """A persona's bearer token, issued again when a fuzzed ``DELETE /tokens/{id}`` revoked it."""
+
+    def __init__(self, user) -> None:
+        self.user, self.token = user, token_issue(user=user)
+
+    def header(self) -> str:
+        if not ApiToken.objects.filter(digest=digest(self.token)).exists():
+            self.token = token_issue(user=self.user)
+        return f"Bearer {self.token}"
+
+
 @pytest.fixture
 def world(provisioned, alice, bob, carol) -> dict:
     """The demo configuration live, a saved draft, and requests pending, allocated and
@@ -117,9 +130,9 @@ def world(provisioned, alice, bob, carol) -> dict:
                 (carol, "dev", "half", {"gpu": 500, "step_run": 1000}),
             ]]
     reconcile_pass()
-    tokens = {"alice": token_issue(user=alice), "bob": token_issue(user=bob)}
+    tokens = {"alice": Credential(alice), "bob": Credential(bob)}
     saved = APIClient().put(f"{BASE}/config/draft", document(), format="json",
-                            HTTP_AUTHORIZATION=f"Bearer {tokens['alice']}")
+                            HTTP_AUTHORIZATION=tokens["alice"].header())
     assert saved.status_code == 200, saved.content
     ids = [row.id for row in rows]
     return {"tokens": tokens,
@@ -206,12 +219,13 @@ def cases(operation, known: dict):
     return st.one_of(strategies)
 
 
-def fuzz(operation, known: dict, token: str, examples: int, failures: list[str], statuses: Counter) -> None:
+def fuzz(operation, known: dict, credential: Credential, examples: int, failures: list[str],
+         statuses: Counter) -> None:
     @settings(max_examples=examples, deadline=None, database=None, derandomize=True, print_blob=False,
               phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
     @given(case=cases(operation, known))
     def run(case) -> None:
-        response = case.call(app=application, headers={"Authorization": f"Bearer {token}"})
+        response = case.call(app=application, headers={"Authorization": credential.header()})
         statuses[response.status_code] += 1
         try:
             case.validate_response(response, checks=[not_a_server_error])

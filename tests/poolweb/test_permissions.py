@@ -16,7 +16,7 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from poolweb.services.tokens import token_issue
+from poolweb.services.tokens import token_create, token_issue
 from poolweb.models import Request as RequestRow
 from poolweb.services.reconciler import reconcile_pass
 
@@ -75,7 +75,11 @@ MATRIX = [
     signed_in("GET", "/pools"),
     signed_in("GET", "/pools/h100/queue"),
     signed_in("GET", "/policies"),
+    Row("GET", "/requests/{request}/history", None, UNAUTHENTICATED, OK, HIDDEN, OK),
     admin_only("GET", "/health", OK),
+    signed_in("GET", "/tokens"),
+    Row("POST", "/tokens", {"name": "laptop"}, UNAUTHENTICATED, CREATED, CREATED, CREATED),
+    Row("DELETE", "/tokens/{token}", None, UNAUTHENTICATED, NO_CONTENT, HIDDEN, NO_CONTENT),  # bob's token
 ]
 
 PERSONAS = ("anonymous", "bob", "carol", "alice")
@@ -110,7 +114,8 @@ def caller(user: User | None) -> APIClient:
 @pytest.mark.parametrize("row,persona", list(cases()))
 def test_the_permission_matrix(request, bobs_request, row: Row, persona: str):
     user = None if persona == "anonymous" else request.getfixturevalue(persona)
-    path = "/api/v1" + row.path.replace("{request}", str(bobs_request.id))
+    bobs_token, _ = token_create(user=bobs_request.owner, name="laptop")
+    path = "/api/v1" + row.path.replace("{request}", str(bobs_request.id)).replace("{token}", str(bobs_token.id))
 
     response = getattr(caller(user), row.method.lower())(path, row.body, format="json")
 

@@ -128,7 +128,7 @@ def test_release_of_a_preempting_request_out_of_retries_ends_it_preempted(provis
 
 def test_a_transition_of_a_request_changed_meanwhile_is_a_conflict(provisioned, bob, monkeypatch):
     row = submit(bob, **DEV_HALF)
-    stale = Request.objects.filter(pk=row.pk).values_list(*SNAPSHOT_FIELDS).get()
+    stale = Request.objects.filter(pk=row.pk).values_list(*SNAPSHOT_FIELDS, "queue_pool").get()
     Request.objects.filter(pk=row.pk).update(state="expired", reason="LeaseExpired")
     monkeypatch.setattr(services, "_locked", lambda user, request_id: stale)
     with pytest.raises(services.RequestConflict):

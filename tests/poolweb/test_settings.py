@@ -117,3 +117,10 @@ def test_the_api_docs_are_public_and_served_without_a_cdn(client, db):
     assert client.get("/api/schema/").status_code == 200
     page = client.get("/api/docs/").content.decode()
     assert "cdn" not in page.lower() and "/static/drf_spectacular_sidecar/" in page
+
+
+def test_testserver_is_not_an_allowed_host_outside_the_tests(tmp_path):
+    result = run_manage("shell", "-v", "0", "-c", "from django.conf import settings; print(settings.ALLOWED_HOSTS)",
+                        POOLWEB_DATA_DIR=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['localhost', '127.0.0.1', '[::1]']"

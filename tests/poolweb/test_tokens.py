@@ -158,3 +158,48 @@ def test_a_browser_session_must_send_the_csrf_token_for_writes(bob):
 
     assert response.status_code == 403
     assert "CSRF" in response.json()["detail"]
+
+
+# --- names, listing and revoking from the command line ----------------------------------------
+
+def test_a_token_is_named_by_the_command_unless_told_otherwise(bob):
+    create_token("bob")
+    call_command("create_api_token", "bob", "--name", "ci", stdout=StringIO())
+
+    assert sorted(ApiToken.objects.values_list("name", flat=True)) == ["ci", "create_api_token"]
+
+
+def test_the_list_command_prints_one_tab_separated_line_per_token_and_never_a_secret(bob, carol):
+    secret = create_token("bob")
+    call_command("create_api_token", "carol", "--name", "laptop", stdout=StringIO())
+    everyone, bobs = StringIO(), StringIO()
+
+    call_command("list_api_tokens", stdout=everyone)
+    call_command("list_api_tokens", "bob", stdout=bobs)
+
+    rows = [line.split("\t") for line in everyone.getvalue().splitlines()]
+    assert [(row[1], row[2], row[4]) for row in rows] == [("carol", "laptop", "never"), ("bob", "create_api_token", "never")]
+    assert len(bobs.getvalue().splitlines()) == 1
+    assert secret not in everyone.getvalue()
+
+
+def test_the_revoke_command_revokes_by_id_or_every_token_of_a_user(bob, carol):
+    first, second = create_token("bob"), create_token("bob")
+    carols = create_token("carol")
+    first_id = ApiToken.objects.get(digest=hashlib.sha256(first.encode()).hexdigest()).pk
+
+    call_command("revoke_api_token", str(first_id), stdout=StringIO())
+    assert (get_with(f"Bearer {first}").status_code, get_with(f"Bearer {second}").status_code) == (401, 200)
+    call_command("revoke_api_token", "--user", "bob", stdout=StringIO())
+    assert get_with(f"Bearer {second}").status_code == 401
+    assert get_with(f"Bearer {carols}").status_code == 200
+
+
+def test_revoking_an_unknown_id_is_an_error_and_revokes_nothing(bob):
+    token = create_token("bob")
+    known = ApiToken.objects.get().pk
+
+    with pytest.raises(CommandError, match="no token 999"):
+        call_command("revoke_api_token", str(known), "999")
+
+    assert get_with(f"Bearer {token}").status_code == 200

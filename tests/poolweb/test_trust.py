@@ -129,6 +129,21 @@ def test_a_malformed_attempt_is_refused_naming_it(provisioned, bob, body, path):
     assert state_of(row)[0] == "allocated"
 
 
+def test_a_cancel_with_a_body_is_refused_and_changes_nothing(provisioned, bob):
+    row = request_row(bob, "dev", "half", 0.5, state="allocated", pool="a100")
+    response = client_for(bob).post(f"/api/v1/requests/{row.pk}/cancel", {"attempt": 1}, format="json")
+    assert (response.status_code, state_of(row)[0]) == (400, "allocated")
+
+
+def test_a_cancelled_queued_request_updates_its_pool(provisioned, bob):
+    row = request_row(bob, "dev", "half", 0.5)
+    RequestRow.objects.filter(pk=row.pk).update(queue_pool="a100", position=1)  # as a pass left it
+    seq = Event.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
+    client_for(bob).post(f"/api/v1/requests/{row.pk}/cancel")
+    pools = [d["name"] for t, d in Event.objects.filter(seq__gt=seq, type="pool.updated").values_list("type", "data")]
+    assert pools == ["a100"]
+
+
 # --- 3 a heartbeat under an expiry ---------------------------------------------------------------
 
 @postgres_only

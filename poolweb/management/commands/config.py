@@ -4,11 +4,18 @@ The document is the one of api.md §1, as YAML when the file name ends in ``.yam
 as JSON otherwise. Export writes the live configuration (stdout without FILE). Import saves the
 draft, or with ``--provision`` publishes the file as the next version; refused documents print
 their errors one per line (``path: code: message``) and exit with status 1.
+
+A provisioned version records who made it: ``--user`` (an account), or ``--author`` (any name),
+or by default the operating-system user and host (``deploy@ci-runner``). A file that is the live
+configuration already provisions nothing: "no change", status 0, so a deployment can apply its
+file every time.
 """
 
 from __future__ import annotations
 
+import getpass
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +53,15 @@ def load(text: str, *, as_yaml: bool) -> Any:
         raise ValueError("the file nests too deeply") from None
 
 
+def os_author() -> str:
+    """Who runs the command, as ``user@host``: a version provisioned by a script says from where."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container), no login
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"[:services.MAX_AUTHOR_NAME]
+
+
 def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
 
@@ -61,14 +77,16 @@ class Command(BaseCommand):
         load_.add_argument("file", help="a YAML (.yaml/.yml) or JSON file")
         load_.add_argument("--provision", action="store_true", help="publish it as the next version instead")
         load_.add_argument("--comment", default="", help="the version's comment (with --provision)")
-        load_.add_argument("--user", help="the author: an existing username (default: none)")
+        authors = load_.add_mutually_exclusive_group()
+        authors.add_argument("--user", help="the author: an existing username")
+        authors.add_argument("--author", help="the author's name, when it is no account (default: your user@host)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["action"] == "export":
             self.export(options["file"])
         else:
             self.import_(options["file"], provision=options["provision"], comment=options["comment"],
-                         username=options["user"])
+                         username=options["user"], author_name=options["author"])
 
     def export(self, file: str | None) -> None:
         document = config_live_document()
@@ -81,21 +99,26 @@ class Command(BaseCommand):
             raise CommandError(f"cannot write {file}: {error.strerror or error}") from None
         self.stdout.write(f"exported version {document['version']} to {file}")
 
-    def import_(self, file: str, *, provision: bool, comment: str, username: str | None) -> None:
+    def import_(self, file: str, *, provision: bool, comment: str, username: str | None,
+                author_name: str | None) -> None:
         author = self.author(username)
         document = self.read(file)
         try:
-            if provision:
-                version = services.config_provision_document(document=document, author=author, comment=comment)
-            else:
+            if not provision:
                 services.draft_save(document=document, user=author)
+                self.report_draft(file)
+                return
+            version = services.config_provision_document(
+                document=document, author=author, author_name=author_name or ("" if author else os_author()),
+                comment=comment, if_changed=True)
         except services.ConfigInvalid as refused:
             self.issues(refused.errors)
             raise CommandError(f"{file}: refused with {len(refused.errors)} error(s)") from None
-        if provision:
-            self.stdout.write(self.style.SUCCESS(f"provisioned version {version.number} from {file}"))
+        if version is None:
+            live = config_live_document()["version"]
+            self.stdout.write(f"no change: {file} is the live configuration (version {live}); nothing provisioned")
             return
-        self.report_draft(file)
+        self.stdout.write(self.style.SUCCESS(f"provisioned version {version.number} from {file}"))
 
     def report_draft(self, file: str) -> None:
         """A saved draft may still be invalid: say so, with the errors, without failing."""

@@ -1,7 +1,8 @@
-"""``manage.py create_api_token USERNAME``: print a new bearer token for an existing user.
+"""``manage.py create_api_token USERNAME [--name NAME]``: print a new bearer token for an existing user.
 
 The token is printed once, alone on stdout, so a script can capture it
-(``TOKEN=$(python manage.py create_api_token bob)``); only its SHA-256 is stored.
+(``TOKEN=$(python manage.py create_api_token bob --name ci)``); only its SHA-256 is stored.
+``list_api_tokens`` shows tokens and ``revoke_api_token`` revokes them.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from poolweb.services.tokens import token_issue
+from poolweb.services.tokens import COMMAND_NAME, MAX_NAME, token_issue
 
 
 class Command(BaseCommand):
@@ -17,12 +18,15 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username", help="an existing user")
+        parser.add_argument("--name", default=COMMAND_NAME, help=f"what to call it (default: {COMMAND_NAME})")
 
-    def handle(self, *args, username: str, **options) -> None:
+    def handle(self, *args, username: str, name: str, **options) -> None:
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"no user named {username!r}")
-        token = token_issue(user=user)
+        if not name.strip() or len(name) > MAX_NAME or not name.isprintable():
+            raise CommandError(f"--name must be 1 to {MAX_NAME} printable characters")
+        token = token_issue(user=user, name=name)
         if not user.is_active:
             self.stderr.write(f"warning: {username!r} is inactive; the token works once the account is active")
         self.stdout.write(token)

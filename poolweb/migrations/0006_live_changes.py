@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('poolweb', '0003_forget_finished_requests'),
+        ('poolweb', '0005_trust'),
     ]
 
     operations = [

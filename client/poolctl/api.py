@@ -1,0 +1,205 @@
+"""The Python API: ``Client`` wraps the REST API (api.md §2) and the event stream (§3)::
+
+    client = Client()                               # POOLWEB_URL / POOLWEB_TOKEN, or `poolctl login`
+    request = client.submit(policy="dev", profile="half")
+    request = client.wait(request, timeout=600)     # allocated, or Rejected / Cancelled / Expired
+    client.release(request)
+
+or, heartbeats and release included::
+
+    with client.allocation(policy="dev", profile="half") as allocation:
+        train(allocation.pool)
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from poolctl.config import resolve
+from poolctl.errors import WaitTimeout, ended
+from poolctl.models import PENDING, PolicyState, Pool, Preview, QueueEntry, Request, Validation, Version
+from poolctl.stream import EventStream
+from poolctl.transport import Transport
+from poolctl.watch import RequestWatch
+
+if TYPE_CHECKING:
+    from poolctl.allocation import Allocation
+
+RequestRef = int | Request
+PAGE = 200
+
+
+def request_id(request: RequestRef) -> int:
+    return request.id if isinstance(request, Request) else int(request)
+
+
+class Client:
+    def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 30.0) -> None:
+        """``url`` is the server's root (``http://127.0.0.1:8000``); what is not given comes from
+        ``POOLWEB_URL`` and ``POOLWEB_TOKEN``, then from the file ``poolctl login`` wrote."""
+        settings = resolve(url, token)
+        self.url, self.token = settings.url, settings.token
+        self.transport = Transport(self.url, self.token, timeout=timeout)
+
+    def event_stream(self) -> EventStream:
+        return EventStream(self.url, self.token)
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- requests -------------------------------------------------------------------------------
+
+    def submit(self, *, policy: str, profile: str, resources: dict[str, float] | None = None,
+               resource_settings: dict[str, Any] | None = None, preemptible: bool = True, max_retries: int = 0,
+               lease_seconds: int | None = None, name: str | None = None, labels: dict[str, str] | None = None,
+               idempotency_key: str | None = None) -> Request:
+        """A new request, ``pending``, already ``allocated``, or ``rejected`` with its reason (R-14).
+
+        ``resources`` or ``resource_settings`` (``gpu_count``, ``cpu_count``, ``memory`` like
+        ``"16GiB"``, ``pool_resources``) are for dynamic profiles only. A retry after a lost answer
+        returns the same request: every submission carries an ``Idempotency-Key``.
+        """
+        body: dict[str, Any] = {"policy": policy, "profile": profile, "preemptible": preemptible,
+                                "max_retries": max_retries}
+        optional = {"resources": resources, "resource_settings": resource_settings, "lease_seconds": lease_seconds,
+                    "name": name, "labels": labels}
+        body.update({key: value for key, value in optional.items() if value is not None})
+        key = idempotency_key or str(uuid.uuid4())
+        return Request.from_json(self.transport.call("POST", "/requests", body, headers={"Idempotency-Key": key}))
+
+    def get(self, request: RequestRef) -> Request:
+        return Request.from_json(self.transport.call("GET", f"/requests/{request_id(request)}"))
+
+    def list(self, *, state: str | list[str] | None = None, policy: str | None = None, profile: str | None = None,
+             pool: str | None = None, owner: str | None = None, limit: int = 100) -> list[Request]:
+        """Your requests (admins: everyone's), newest first, at most ``limit``."""
+        states = ",".join(state) if isinstance(state, list) else state
+        params = {"state": states, "policy": policy, "profile": profile, "pool": pool, "owner": owner}
+        return [Request.from_json(item) for item in self._pages("/requests", params, limit)]
+
+    def heartbeat(self, request: RequestRef) -> Request:
+        """Renew the lease (R-50); ``Conflict`` unless the request is live — and, given a
+        ``Request``, unless its attempt is still the current one (a re-queued request's old run
+        learns that it must stop)."""
+        return self._act(request, "heartbeat", attempt=True)
+
+    def release(self, request: RequestRef) -> Request:
+        """Done, or acknowledging preemption (R-51); idempotent. Given a ``Request``, only its
+        attempt is released: a late release never throws away the next attempt."""
+        return self._act(request, "release", attempt=True)
+
+    def cancel(self, request: RequestRef) -> Request:
+        """Withdraw (R-51); idempotent."""
+        return self._act(request, "cancel")
+
+    def _act(self, request: RequestRef, action: str, attempt: bool = False) -> Request:
+        body = {"attempt": request.attempt} if attempt and isinstance(request, Request) else None
+        return Request.from_json(self.transport.call("POST", f"/requests/{request_id(request)}/{action}", body))
+
+    def wait(self, request: RequestRef, timeout: float | None = None, *,
+             progress: Callable[[Request, RequestWatch], None] | None = None) -> Request:
+        """Until the request is no longer pending: returned when it holds capacity (or was
+        released already); ``Rejected``, ``Cancelled``, ``Expired`` or ``Preempted`` when it
+        ended without running; ``WaitTimeout`` after ``timeout`` seconds.
+
+        ``progress(request, watch)`` is called about every second while it waits, for a line
+        that shows the state, the place in the queue and the time waited.
+        """
+        current = self.get(request)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        watch = RequestWatch(self, current)
+        try:
+            while current.state == PENDING:
+                if progress is not None:
+                    progress(current, watch)
+                left = float("inf") if deadline is None else deadline - time.monotonic()
+                if left <= 0:
+                    raise WaitTimeout(f"request {current.id} is still pending after {timeout:g} s "
+                                      f"({current.reason}: {current.message})",
+                                      f"wait again with `poolctl wait {current.id}`, or cancel it")
+                step = min(left, 1.0) if progress is not None else (None if deadline is None else left)
+                current = watch.next(step) or watch.request
+        finally:
+            watch.close()
+        failure = ended(current)
+        if failure is not None:
+            raise failure
+        return current
+
+    def allocation(self, *, policy: str, profile: str, timeout: float | None = None, **submission: Any) -> Allocation:
+        """A context manager: submit, wait, keep the lease alive, release on exit (see Allocation)."""
+        from poolctl.allocation import Allocation
+
+        return Allocation(self, dict(policy=policy, profile=profile, **submission), timeout=timeout)
+
+    # --- live state -----------------------------------------------------------------------------
+
+    def pools(self) -> list[Pool]:
+        return [Pool.from_json(item) for item in self.transport.call("GET", "/pools")]
+
+    def queue(self, pool: str, limit: int = 1000) -> list[QueueEntry]:
+        path = f"/pools/{quote(pool, safe='')}/queue"
+        return [QueueEntry.from_json(item) for item in self._pages(path, {}, limit)]
+
+    def policies(self) -> list[PolicyState]:
+        return [PolicyState.from_json(item) for item in self.transport.call("GET", "/policies")]
+
+    # --- configuration (admins) -----------------------------------------------------------------
+
+    def config(self) -> dict[str, Any]:
+        """The provisioned configuration document, with its ``version``."""
+        return self.transport.call("GET", "/config")
+
+    def draft(self) -> dict[str, Any]:
+        return self.transport.call("GET", "/config/draft")
+
+    def save_draft(self, document: dict[str, Any]) -> dict[str, Any]:
+        """Replace the draft; saved even when invalid (``validate`` says what provision would refuse)."""
+        return self.transport.call("PUT", "/config/draft", document)
+
+    def validate(self) -> Validation:
+        return Validation.from_json(self.transport.call("POST", "/config/draft/validate"))
+
+    def preview(self) -> Preview:
+        return Preview.from_json(self.transport.call("POST", "/config/draft/preview"))
+
+    def provision(self, comment: str = "") -> int:
+        """Publish the draft; the new version number. Not repeated on a dropped connection: the
+        draft is gone once provisioned."""
+        return self.transport.call("POST", "/config/draft/provision", {"comment": comment}, retry=False)["version"]
+
+    def versions(self, limit: int = 100) -> list[Version]:
+        return [Version.from_json(item) for item in self._pages("/config/versions", {}, limit)]
+
+    def restore(self, version: int) -> dict[str, Any]:
+        """Copy version ``version`` into the draft (rollback = restore + provision)."""
+        return self.transport.call("POST", f"/config/versions/{int(version)}/restore")
+
+    def management(self, enabled: bool | None = None) -> bool:
+        """Whether the reconciler grants and preempts; switched when ``enabled`` is given."""
+        if enabled is None:
+            return bool(self.transport.call("GET", "/management")["enabled"])
+        return bool(self.transport.call("PUT", "/management", {"enabled": enabled})["enabled"])
+
+    def _pages(self, path: str, params: dict[str, Any], limit: int) -> Iterator[dict[str, Any]]:
+        """The items of a paginated list, page after page, until ``limit`` of them."""
+        offset = 0
+        while offset < limit:
+            page = self.transport.call("GET", path, params={**params, "limit": min(PAGE, limit - offset),
+                                                            "offset": offset})
+            items = page["results"] if isinstance(page, dict) else page
+            yield from items
+            offset += len(items)
+            if not isinstance(page, dict) or not page.get("next") or not items:
+                return
+

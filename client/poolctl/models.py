@@ -1,0 +1,248 @@
+"""Typed results: the objects of the REST API (api.md §2) as frozen dataclasses.
+
+Each ``from_json`` reads what the server sends and ignores fields it does not know (the API is
+extended, never renamed); a field the server leaves out — another team's queue entry has no
+``owner`` or ``message`` — is None. ``to_json`` gives the API's shape back for ``--json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+Quantities = dict[str, float]  # resource key → quantity, as the server writes it (2, 0.5, 0.143)
+
+PENDING, ALLOCATED, PREEMPTING = "pending", "allocated", "preempting"
+RELEASED, PREEMPTED, REJECTED, CANCELLED, EXPIRED = "released", "preempted", "rejected", "cancelled", "expired"
+LIVE = frozenset({ALLOCATED, PREEMPTING})
+TERMINAL = frozenset({RELEASED, PREEMPTED, REJECTED, CANCELLED, EXPIRED})
+
+
+def moment(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    return {key: value for key, value in data.items() if key in names}
+
+
+def _plain(value: Any) -> Any:
+    """A dataclass's value as JSON: datetimes in ISO 8601 with ``Z``, tuples as lists."""
+    if isinstance(value, datetime):
+        text = value.isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+class Result:
+    """What every typed result shares: the API's shape back for ``--json``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return _plain(asdict(self))  # type: ignore[call-overload]
+
+
+@dataclass(frozen=True)
+class Request(Result):
+    """A request object (api.md §2 "Requests")."""
+
+    id: int
+    state: str
+    policy: str | None = None
+    profile: str | None = None
+    name: str | None = None
+    owner: str | None = None
+    resources: Quantities = field(default_factory=dict)
+    preemptible: bool | None = None
+    max_retries: int | None = None
+    attempt: int = 1
+    reason: str | None = None
+    message: str | None = None
+    pool: str | None = None
+    position: int | None = None
+    preempted_by: int | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    submitted_at: datetime | None = None
+    allocated_at: datetime | None = None
+    finished_at: datetime | None = None
+    lease_expires_at: datetime | None = None
+    lease_seconds: int | None = None
+    queue_pool: str | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Request:
+        values = _known(cls, data)
+        for name in ("submitted_at", "allocated_at", "finished_at", "lease_expires_at"):
+            values[name] = moment(values.get(name))
+        values["resources"] = values.get("resources") or {}
+        values["labels"] = values.get("labels") or {}
+        return cls(**values)
+
+    @property
+    def live(self) -> bool:
+        return self.state in LIVE
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+
+@dataclass(frozen=True)
+class Pool(Result):
+    """A pool's live state (``GET /pools``)."""
+
+    name: str
+    description: str = ""
+    capacity: Quantities = field(default_factory=dict)
+    used: Quantities = field(default_factory=dict)
+    free: Quantities = field(default_factory=dict)
+    overcommitted: Quantities = field(default_factory=dict)
+    held: Quantities = field(default_factory=dict)
+    pending: int = 0
+    running: int = 0
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Pool:
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class QueueEntry(Result):
+    """A pending request in a pool's queue (``GET /pools/{name}/queue``), in service order."""
+
+    id: int
+    policy: str
+    profile: str
+    position: int | None = None
+    reason: str | None = None
+    message: str | None = None
+    name: str | None = None
+    owner: str | None = None
+    resources: Quantities = field(default_factory=dict)
+    preemptible: bool | None = None
+    submitted_at: datetime | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> QueueEntry:
+        values = _known(cls, data)
+        values["submitted_at"] = moment(values.get("submitted_at"))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class ScopeUsage(Result):
+    """A policy's usage of one key at one scope (a pool, or ``*`` for all pools together)."""
+
+    scope: str
+    key: str
+    usage: float = 0
+    reserved: float | None = None
+    limit: float | None = None
+    borrowed: float = 0
+    pending: int = 0
+    running: int = 0
+
+
+@dataclass(frozen=True)
+class PolicyState(Result):
+    """A policy's live state (``GET /policies``)."""
+
+    name: str
+    description: str = ""
+    group: str = ""
+    priority: int = 0
+    pending: int = 0
+    running: int = 0
+    scopes: tuple[ScopeUsage, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PolicyState:
+        values = _known(cls, data)
+        values["scopes"] = tuple(ScopeUsage(**_known(ScopeUsage, s)) for s in data.get("scopes", ()))
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Issue(Result):
+    """One validation error or warning: where, which rule, and a sentence."""
+
+    path: str
+    code: str
+    message: str
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Issue:
+        return cls(path=data.get("path", ""), code=data.get("code", ""), message=data.get("message", ""))
+
+
+@dataclass(frozen=True)
+class Validation(Result):
+    """``POST /config/draft/validate``."""
+
+    valid: bool
+    errors: tuple[Issue, ...] = ()
+    warnings: tuple[Issue, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Validation:
+        return cls(valid=bool(data.get("valid")), errors=tuple(Issue.from_json(e) for e in data.get("errors", ())),
+                   warnings=tuple(Issue.from_json(w) for w in data.get("warnings", ())))
+
+
+@dataclass(frozen=True)
+class PreviewRequest(Result):
+    """A request the draft would grant, preempt, reject or cancel."""
+
+    id: int
+    reason: str = ""
+    message: str = ""
+    policy: str | None = None
+    profile: str | None = None
+    owner: str | None = None
+    pool: str | None = None
+    preempted_by: int | None = None
+
+
+@dataclass(frozen=True)
+class Preview(Result):
+    """``POST /config/draft/preview``: what provisioning the draft would do to current requests.
+    ``refusals`` and ``usage`` stay as the server writes them (R-57 refusals; before/after rows)."""
+
+    valid: bool
+    errors: tuple[Issue, ...] = ()
+    refusals: tuple[dict[str, Any], ...] = ()
+    granted: tuple[PreviewRequest, ...] = ()
+    preempted: tuple[PreviewRequest, ...] = ()
+    rejected: tuple[PreviewRequest, ...] = ()
+    cancelled: tuple[PreviewRequest, ...] = ()
+    usage: tuple[dict[str, Any], ...] = ()
+
+    OUTCOMES = ("granted", "preempted", "rejected", "cancelled")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Preview:
+        lists = {name: tuple(PreviewRequest(**_known(PreviewRequest, r)) for r in data.get(name, ()))
+                 for name in cls.OUTCOMES}
+        return cls(valid=bool(data.get("valid")), errors=tuple(Issue.from_json(e) for e in data.get("errors", ())),
+                   refusals=tuple(data.get("refusals", ())), usage=tuple(data.get("usage", ())), **lists)
+
+
+@dataclass(frozen=True)
+class Version(Result):
+    """A provisioned configuration version (``GET /config/versions``)."""
+
+    version: int
+    author: str | None = None
+    created_at: datetime | None = None
+    comment: str = ""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Version:
+        values = _known(cls, data)
+        values["created_at"] = moment(values.get("created_at"))
+        return cls(**values)

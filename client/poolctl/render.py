@@ -1,0 +1,150 @@
+"""What people read: tables, states in colour, durations, quantities and the live progress line.
+
+Colour only on a terminal, never with ``NO_COLOR`` set (https://no-color.org) or ``TERM=dumb``.
+The progress line rewrites itself in place only when both stdout and stderr are terminals;
+otherwise it prints a plain line each time the state, reason or place changes, so a log shows
+the history instead of carriage returns.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TextIO
+
+from poolctl.models import Request
+
+STATE_COLOURS = {"pending": "33", "allocated": "32", "preempting": "35", "released": "2",
+                 "preempted": "31", "rejected": "31", "cancelled": "2", "expired": "31"}
+QUEUED = {"pending": "queued"}  # the spec's word for people (§2)
+
+
+def colour_wanted(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return hasattr(stream, "isatty") and stream.isatty()
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table cell: its text, and an ANSI style applied after padding (so widths stay right)."""
+
+    text: str
+    style: str = ""
+    right: bool = False
+
+
+def state_word(state: str) -> str:
+    return QUEUED.get(state, state)
+
+
+def state_cell(state: str) -> Cell:
+    return Cell(state_word(state), STATE_COLOURS.get(state, ""))
+
+
+def number_cell(value: object) -> Cell:
+    return Cell("" if value is None else quantity(value), right=True)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Cell | str]], *, colour: bool = False,
+          width: int | None = None) -> str:
+    """Columns padded to their widest cell; the last column cut to ``width`` when given."""
+    cells = [[cell if isinstance(cell, Cell) else Cell(str(cell)) for cell in row] for row in rows]
+    widths = [len(header) for header in headers]
+    for row in cells:
+        for index, cell in enumerate(row):
+            widths[index] = max(widths[index], len(cell.text))
+    if width is not None and cells:
+        widths[-1] = max(len(headers[-1]), min(widths[-1], width - sum(widths[:-1]) - 2 * (len(widths) - 1)))
+    lines = ["  ".join(header.upper().ljust(w) for header, w in zip(headers, widths)).rstrip()]
+    for row in cells:
+        lines.append("  ".join(_pad(cell, w, colour) for cell, w in zip(row, widths)).rstrip())
+    return "\n".join(lines)
+
+
+def _pad(cell: Cell, width: int, colour: bool) -> str:
+    text = cell.text if len(cell.text) <= width else cell.text[:max(0, width - 1)] + "…"
+    padded = text.rjust(width) if cell.right else text.ljust(width)
+    return f"\033[{cell.style}m{padded}\033[0m" if colour and cell.style else padded
+
+
+def terminal_width(stream: TextIO) -> int | None:
+    """The terminal's width when ``stream`` is one (long sentences are cut there); None in a pipe."""
+    return shutil.get_terminal_size().columns if hasattr(stream, "isatty") and stream.isatty() else None
+
+
+def quantity(value: object) -> str:
+    """2 → "2", 0.5 → "0.5", 2.0 → "2": the way the spec writes quantities."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def quantities(values: dict[str, float]) -> str:
+    """{"gpu": 4, "step_run": 1} → "gpu 4": step_run is on every request, so it says nothing."""
+    return ", ".join(f"{key} {quantity(amount)}" for key, amount in sorted(values.items()) if key != "step_run")
+
+
+def duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+
+
+def local_time(value: datetime | None) -> str:
+    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value else ""
+
+
+def waiting_line(request: Request, waited: float, trouble: str | None = None) -> str:
+    """request 17 queued · position 3 · WaitingForCapacity: pool h100 is short of 2 gpu · 1m20s"""
+    parts = [f"request {request.id} {state_word(request.state)}"]
+    if request.attempt > 1:
+        parts.append(f"attempt {request.attempt}")
+    if request.position is not None:
+        parts.append(f"position {request.position}")
+    if request.reason:
+        parts.append(f"{request.reason}: {request.message}" if request.message else request.reason)
+    parts.append(duration(waited))
+    if trouble:
+        parts.append(f"retrying: {trouble}")
+    return " · ".join(parts)
+
+
+class Progress:
+    """The one live line while waiting, on stderr."""
+
+    def __init__(self, stream: TextIO | None = None, animate: bool | None = None) -> None:
+        self.stream = stream or sys.stderr
+        if animate is None:
+            animate = sys.stdout.isatty() and hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.animate = animate
+        self.shown = ""  # the last line written; plain mode writes a line only when it changes
+        self.plain_key: tuple | None = None
+
+    def show(self, request: Request, waited: float, trouble: str | None = None) -> None:
+        line = waiting_line(request, waited, trouble)
+        if self.animate:
+            width = shutil.get_terminal_size().columns - 1
+            self.stream.write("\r\033[2K" + (line if len(line) <= width else line[:width - 1] + "…"))
+            self.shown = line
+        else:
+            key = (request.state, request.reason, request.message, request.position, request.attempt, trouble)
+            if key == self.plain_key:
+                return
+            self.plain_key = key
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        """End the live line, so what follows starts on a clean line."""
+        if self.animate and self.shown:
+            self.stream.write("\r\033[2K")
+            self.stream.flush()
+        self.shown = ""

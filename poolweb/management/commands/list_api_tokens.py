@@ -1,0 +1,28 @@
+"""``manage.py list_api_tokens [USERNAME]``: the API tokens (everyone's, or one user's), newest first, one a line,
+tab-separated for scripts: id, username, name, created, last used ("never"). Never a secret:
+only hashes are stored."""
+
+from __future__ import annotations
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from poolweb.services.tokens import token_list
+
+
+class Command(BaseCommand):
+    help = "List API tokens: id, username, name, created, last used (tab-separated)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("username", nargs="?", help="only this user's tokens")
+
+    def handle(self, *args, username: str | None, **options) -> None:
+        owner = None
+        if username is not None:
+            owner = get_user_model().objects.filter(username=username).first()
+            if owner is None:
+                raise CommandError(f"no user named {username!r}")
+        for row in token_list(owner=owner):
+            used = row.last_used_at.isoformat() if row.last_used_at else "never"
+            self.stdout.write("\t".join([str(row.pk), row.user.get_username(), row.name, row.created_at.isoformat(),
+                                         used]))

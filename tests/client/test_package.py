@@ -1,0 +1,79 @@
+"""The client stands alone (style: "no import of Django or poolweb"): a laptop or a training
+container installs it without the server. Parsed with ast, so a module that would fail to
+import is still read; the typed results read the server's objects and nothing else."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from poolctl.models import PolicyState, Request
+from poolctl.stream import stream_url
+from poolctl.submission import label, memory, quantity, resource
+
+CLIENT = Path(__file__).resolve().parents[2] / "client" / "poolctl"
+MODULES = sorted(CLIENT.glob("*.py"))
+ALLOWED = {"poolctl", "websockets", "yaml"}  # itself, its dependency, its optional extra
+
+
+def third_party_imports(path: Path) -> list[str]:
+    import sys
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    roots = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            roots += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            roots.append(node.module.split(".")[0])
+    return [root for root in roots if root not in sys.stdlib_module_names and root not in ALLOWED]
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: p.name)
+def test_the_client_module_imports_only_the_standard_library_and_websockets(path):
+    assert third_party_imports(path) == []
+
+
+def test_the_check_sees_the_modules_and_would_catch_django(tmp_path):
+    assert CLIENT / "api.py" in MODULES and CLIENT / "run.py" in MODULES
+    bad = tmp_path / "bad.py"
+    bad.write_text("from django.conf import settings\nimport poolweb.models\n")
+    assert third_party_imports(bad) == ["django", "poolweb"]
+
+
+def test_a_request_object_is_read_with_its_times_and_unknown_fields_ignored():
+    request = Request.from_json({"id": 17, "state": "allocated", "pool": "h100", "resources": {"gpu": 4, "step_run": 1},
+                                 "submitted_at": "2026-01-01T10:00:00.123456Z", "a_field_from_a_newer_server": 1})
+    assert request.live and not request.terminal and request.submitted_at.tzinfo is not None
+    assert request.to_json()["submitted_at"] == "2026-01-01T10:00:00.123456Z"
+
+
+def test_a_queue_entry_of_another_team_lacks_names_and_still_reads():
+    request = Request.from_json({"id": 3, "state": "pending", "position": 1})
+    assert request.owner is None and request.message is None and request.resources == {}
+
+
+def test_a_policys_scopes_are_typed():
+    policy = PolicyState.from_json({"name": "dev", "scopes": [{"scope": "*", "key": "gpu", "usage": 2, "limit": 8}]})
+    assert policy.scopes[0].limit == 8 and policy.to_json()["scopes"][0]["key"] == "gpu"
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("http://127.0.0.1:8000", "ws://127.0.0.1:8000/ws/events/"),
+    ("https://gpus.example.org/poolweb", "wss://gpus.example.org/poolweb/ws/events/"),
+])
+def test_the_stream_is_found_beside_the_api(url, expected):
+    assert stream_url(url) == expected
+
+
+def test_submission_options_are_checked_before_anything_is_sent():
+    import argparse
+
+    assert quantity("0.143") == "0.143" and memory("16GiB") == "16GiB"
+    assert resource("tensorrt_sessions=1") == ("tensorrt_sessions", "1") and label("team=nlp") == ("team", "nlp")
+    for check, text in ((quantity, "-1"), (quantity, "0.1234"), (memory, "16G"), (resource, "GPU=1"),
+                        (label, "team")):
+        with pytest.raises(argparse.ArgumentTypeError):
+            check(text)

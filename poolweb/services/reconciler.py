@@ -72,6 +72,7 @@ class Writes:
     dropped: set[int] = field(default_factory=set)  # conflicts: no longer what the snapshot said
     payloads: dict[int, dict] = field(default_factory=dict)  # the announced, read before the write
     encoded: dict[int, events.Encoded] = field(default_factory=dict)  # their events, encoded before it
+    live_states: tuple[list[PoolState], list[PolicyState]] = ([], [])  # as planned, made before it
     live_changes: list[int] = field(default_factory=list)  # LiveChange rows this pass announces
 
 
@@ -109,7 +110,7 @@ def _pass(now: datetime | None, dry_run: bool, trigger: str) -> PassResult:
             writes.pools.update([pool] if pool else [])
             writes.policies.add(policy)
         if writes.fields or writes.pools or writes.policies:
-            _prepare_events(writes)  # outside the write lock
+            _prepare_events(snapshot.config, decided, writes)  # outside the write lock
             with transaction.atomic():  # on SQLite the write lock, from here to the commit only
                 apply_plan(snapshot, decided, writes)
                 result = _result(snapshot, decided, writes, started)
@@ -140,17 +141,20 @@ def apply_plan(snapshot: Snapshot, decided: Plan, writes: Writes) -> None:
     sql.insert_changes([entry for entry in writes.history if entry[0] in writes.fields])
     writes.encoded.update(events.encoded_requests(writes.payloads[request_id] for request_id in renewed))
     events.publish_encoded(writes.encoded[request_id] for request_id in sorted(writes.encoded.keys() & writes.fields))
-    events.publish_live(*_live_states(snapshot.config, decided, writes))
+    # Made again only when rows changed under the pass (rare): a walk over every request.
+    events.publish_live(*(_live_states(snapshot.config, decided, writes) if writes.dropped else writes.live_states))
     LiveChange.objects.filter(pk__in=writes.live_changes).delete()
 
 
-def _prepare_events(writes: Writes) -> None:
-    """The announced request objects, read now and overlaid with what the pass will write, and
-    their events encoded: ten thousand of them after a burst, none of it under the write lock."""
+def _prepare_events(config: Config, decided: Plan, writes: Writes) -> None:
+    """The announced request objects, read now and overlaid with what the pass will write, their
+    events encoded, and the announced pools' and policies' states: ten thousand requests after a
+    burst, none of it under the write lock (on PostgreSQL, under the outbox lock)."""
     writes.payloads = events.request_dicts(writes.announced)
     for request_id, row in writes.payloads.items():
         row.update(writes.fields[request_id])
     writes.encoded = events.encoded_requests(writes.payloads.values())
+    writes.live_states = _live_states(config, decided, writes)
 
 
 def _live_states(config: Config, decided: Plan, writes: Writes) -> tuple[list[PoolState], list[PolicyState]]:

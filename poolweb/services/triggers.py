@@ -53,7 +53,7 @@ LIVE = (State.ALLOCATED.value, State.PREEMPTING.value)
 PREEMPTING = State.PREEMPTING.value
 IDLE_SECONDS = 60.0  # the loop passes at least this often, as the periodic pass does
 RETRY_SECONDS = 1.0
-MAX_GAP_SECONDS = 0.25  # the longest a change waits for the pass after a long one (see follow)
+MAX_GAP_SECONDS = 1.0  # the longest a change waits for the pass after a long one (see follow)
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +75,9 @@ def follow() -> None:
 
     Coalescing: a pass answers every wake-up that came before it read, and after a pass of D
     seconds the next starts no sooner than D later (at most ``MAX_GAP_SECONDS``). Under a burst
-    the loop so takes at most half of one core, and the web processes the rest, while each pass
-    takes in everything that arrived meanwhile; a quiet site passes at once."""
+    the loop so takes at most half of one core (and its database's), and the web processes the
+    rest, while each pass takes in everything that arrived meanwhile; a quiet site passes at once,
+    and a pass over 20,000 waiting requests answers a change within two of its durations."""
     listener = wakeup.Listener()
     trigger = "start"
     try:

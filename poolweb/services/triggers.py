@@ -27,10 +27,9 @@ and a deployment that wants no worker).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
 import logging
 import time
+from datetime import datetime, timedelta
 
 from django import db
 from django.conf import settings

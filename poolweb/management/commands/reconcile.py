@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from poolweb.services.reconciler import PassResult, reconcile_pass
 from poolweb.services import triggers
+from poolweb.services.reconciler import PassResult, reconcile_pass
 from reconcile import Plan
 
 

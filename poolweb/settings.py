@@ -81,7 +81,9 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "poolweb.console.context.shell",
             ],
+            "libraries": {"console": "poolweb.console.templatetags"},
         },
     },
 ]

@@ -16,4 +16,5 @@ urlpatterns = [
          name="api-docs"),
     re_path(r"^api(/v1)?/?$", RedirectView.as_view(url="/api/v1/")),
     re_path(r"^api/(?P<path>.*)$", unknown_path),  # a JSON 404, as the API's own
+    path("", include("poolweb.console.urls")),
 ]

@@ -5,11 +5,6 @@ at every applicable scope, and whatever exceeds it at any scope is borrowed. The
 allocations are therefore the borrowed ones. With ``dc:gpu 4/8`` and allocations of 3 then 3
 gpu on dc, the first is wholly in share and the second borrows 2:
 
->>> from datetime import datetime, timezone
->>> from reconcile.model import Config, Policy, Pool, Quota, Request, State
->>> from reconcile.quantity import Vector
->>> from reconcile.quota import TermsCache
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> config = Config(pools=(Pool("dc", Vector.of(gpu=8)),), policies=(Policy("ml", quotas=(Quota("dc", "gpu", 4000, 8000),)),))
 >>> live = [Request(i, "ml", "job", Vector.of(gpu=3), t0, state=State.ALLOCATED, pool="dc", allocated_at=t0) for i in (1, 2)]
 >>> borrowed_units(TermsCache(config), "ml", live)
@@ -78,9 +73,6 @@ def borrowing_keys(terms: TermsCache, policy: str, live: Iterable[Request | Allo
     A policy with no reservation row borrows every unit of a metered key (§1), in any order: the
     walk of ``borrowed_units`` is needed only for one that reserves something.
 
-    >>> from datetime import datetime, timezone
-    >>> from reconcile.model import Config, Pool, Quota
-    >>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
     >>> config = Config(pools=(Pool("dc", Vector.of(gpu=8)),),
     ...                 policies=(Policy("ml", quotas=(Quota("dc", "gpu", 4000, 8000),)), Policy("guest")))
     >>> live = [Request(i, policy, "job", Vector.of(gpu=3, step_run=1), t0, state=State.ALLOCATED, pool="dc",

@@ -59,10 +59,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .document_checks import (
-    Issue, Reading, brief, check_references, check_semantics, check_warnings, json_type, q, scope_text, show,
+    Issue, Reading, brief, check_references, check_semantics, check_warnings, json_type, show,
 )
-from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota
-from .quantity import KEY_PATTERN, QuantityError, Vector, format_quantity, parse_quantity
+from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota, scope_text
+from .quantity import KEY_PATTERN, QuantityError, Vector, format_quantity, parse_quantity, quantity_text
 
 __all__ = ["Issue", "Parsed", "child", "parse_document", "to_document"]
 
@@ -84,12 +84,12 @@ class Fields:
     optional: tuple[str, ...]
 
 
-DOCUMENT = Fields(("pools", "profiles", "policies"), ("version",))
-POOL = Fields(("name",), ("capacity", "description", "execution_order"))
-PROFILE = Fields(("name", "connections"), ("resources", "policies", "description", "dynamic"))
-CONNECTION = Fields(("pool",), ("name",))
-POLICY = Fields(("name",), ("group", "quotas", "description", "priority"))
-QUOTA = Fields(("key",), ("scope", "reserved", "limit"))
+DOCUMENT_FIELDS = Fields(("pools", "profiles", "policies"), ("version",))
+POOL_FIELDS = Fields(("name",), ("capacity", "description", "execution_order"))
+PROFILE_FIELDS = Fields(("name", "connections"), ("resources", "policies", "description", "dynamic"))
+CONNECTION_FIELDS = Fields(("pool",), ("name",))
+POLICY_FIELDS = Fields(("name",), ("group", "quotas", "description", "priority"))
+QUOTA_FIELDS = Fields(("key",), ("scope", "reserved", "limit"))
 
 
 @dataclass(frozen=True)
@@ -167,218 +167,221 @@ def _resolve_execution_orders(config: Config) -> Config:
 # Reading: each entry on its own, into a skeleton Config with placeholders where it is unreadable.
 
 
-def _read_document(r: Reading, doc: object) -> Config:
-    obj = _object(r, doc, "", DOCUMENT, "the document")
+def _read_document(reading: Reading, doc: object) -> Config:
+    obj = _object(reading, doc, "", DOCUMENT_FIELDS, "the document")
     if obj is None:
         return Config()
     return Config(
-        pools=tuple(_read_pool(r, item, f"pools[{i}]")
-                    for i, item in enumerate(_list(r, obj, "pools", "pools", MAX_POOLS))),
-        profiles=tuple(_read_profile(r, item, f"profiles[{i}]")
-                       for i, item in enumerate(_list(r, obj, "profiles", "profiles", MAX_PROFILES))),
-        policies=tuple(_read_policy(r, item, f"policies[{i}]")
-                       for i, item in enumerate(_list(r, obj, "policies", "policies", MAX_POLICIES))),
+        pools=tuple(_read_pool(reading, item, f"pools[{i}]")
+                    for i, item in enumerate(_list(reading, obj, "pools", "pools", MAX_POOLS))),
+        profiles=tuple(_read_profile(reading, item, f"profiles[{i}]")
+                       for i, item in enumerate(_list(reading, obj, "profiles", "profiles", MAX_PROFILES))),
+        policies=tuple(_read_policy(reading, item, f"policies[{i}]")
+                       for i, item in enumerate(_list(reading, obj, "policies", "policies", MAX_POLICIES))),
     )
 
 
-def _read_pool(r: Reading, raw: object, path: str) -> Pool:
-    obj = _object(r, raw, path, POOL, "a pool")
+def _read_pool(reading: Reading, raw: object, path: str) -> Pool:
+    obj = _object(reading, raw, path, POOL_FIELDS, "a pool")
     if obj is None:
         return Pool("", Vector())
     return Pool(
-        name=_name(r, obj, path, "pool"),
-        capacity=_vector(r, obj, path, "capacity"),
-        execution_order=_references(r, obj, path, "execution_order", "profile", MAX_PROFILES),
-        description=_text(r, obj, path, "description", MAX_DESCRIPTION),
+        name=_name(reading, obj, path, "pool"),
+        capacity=_vector(reading, obj, path, "capacity"),
+        execution_order=_references(reading, obj, path, "execution_order", "profile", MAX_PROFILES),
+        description=_text(reading, obj, path, "description", MAX_DESCRIPTION),
     )
 
 
-def _read_profile(r: Reading, raw: object, path: str) -> Profile:
-    obj = _object(r, raw, path, PROFILE, "a profile")
+def _read_profile(reading: Reading, raw: object, path: str) -> Profile:
+    obj = _object(reading, raw, path, PROFILE_FIELDS, "a profile")
     if obj is None:
         return Profile("", Vector())
-    name = _name(r, obj, path, "profile")
-    connections = [_read_connection(r, item, f"{path}.connections[{j}]")
-                   for j, item in enumerate(_list(r, obj, "connections", f"{path}.connections", MAX_CONNECTIONS))]
-    if not connections and r.ok(f"{path}.connections"):
-        r.error(f"{path}.connections", "no_connection",
-                f"profile {brief(name)} has no connection: connect it to at least one pool")
+    name = _name(reading, obj, path, "profile")
+    connections = [_read_connection(reading, item, f"{path}.connections[{j}]")
+                   for j, item in enumerate(_list(reading, obj, "connections", f"{path}.connections", MAX_CONNECTIONS))]
+    if not connections and reading.ok(f"{path}.connections"):
+        reading.error(f"{path}.connections", "no_connection",
+                      f"profile {brief(name)} has no connection: connect it to at least one pool")
     dynamic = obj.get("dynamic", False)
     if not isinstance(dynamic, bool):
-        r.error(f"{path}.dynamic", "invalid_type", f"dynamic is true or false, not {json_type(dynamic)}")
+        reading.error(f"{path}.dynamic", "invalid_type", f"dynamic is true or false, not {json_type(dynamic)}")
         dynamic = False
     return Profile(
         name=name,
-        resources=_vector(r, obj, path, "resources"),
+        resources=_vector(reading, obj, path, "resources"),
         dynamic=dynamic,
         pools=tuple(pool for pool, _ in connections),
-        policies=_references(r, obj, path, "policies", "policy", MAX_POLICIES),
+        policies=_references(reading, obj, path, "policies", "policy", MAX_POLICIES),
         connection_names=tuple(display for _, display in connections),
-        description=_text(r, obj, path, "description", MAX_DESCRIPTION),
+        description=_text(reading, obj, path, "description", MAX_DESCRIPTION),
     )
 
 
-def _read_connection(r: Reading, raw: object, path: str) -> tuple[str, str]:
+def _read_connection(reading: Reading, raw: object, path: str) -> tuple[str, str]:
     """(pool, display name); the display name defaults to the pool's name."""
-    obj = _object(r, raw, path, CONNECTION, "a connection")
+    obj = _object(reading, raw, path, CONNECTION_FIELDS, "a connection")
     if obj is None:
         return "", ""
-    pool = _reference(r, obj.get("pool", _MISSING), f"{path}.pool", "pool")
-    display = _text(r, obj, path, "name", MAX_CONNECTION_NAME, default=pool, required=True)
+    pool = _reference(reading, obj.get("pool", _MISSING), f"{path}.pool", "pool")
+    display = _text(reading, obj, path, "name", MAX_CONNECTION_NAME, default=pool, required=True)
     return pool, display
 
 
-def _read_policy(r: Reading, raw: object, path: str) -> Policy:
-    obj = _object(r, raw, path, POLICY, "a policy")
+def _read_policy(reading: Reading, raw: object, path: str) -> Policy:
+    obj = _object(reading, raw, path, POLICY_FIELDS, "a policy")
     if obj is None:
         return Policy("")
-    name = _name(r, obj, path, "policy")
-    quotas = tuple(_read_quota(r, item, f"{path}.quotas[{j}]")
-                   for j, item in enumerate(_list(r, obj, "quotas", f"{path}.quotas", MAX_QUOTAS)))
+    name = _name(reading, obj, path, "policy")
+    quotas = tuple(_read_quota(reading, item, f"{path}.quotas[{j}]")
+                   for j, item in enumerate(_list(reading, obj, "quotas", f"{path}.quotas", MAX_QUOTAS)))
     return Policy(
         name=name,
-        priority=_priority(r, obj.get("priority", 0), f"{path}.priority"),
+        priority=_priority(reading, obj.get("priority", 0), f"{path}.priority"),
         quotas=quotas,
-        group=_text(r, obj, path, "group", MAX_GROUP, required=True),
-        description=_text(r, obj, path, "description", MAX_DESCRIPTION),
+        group=_text(reading, obj, path, "group", MAX_GROUP, required=True),
+        description=_text(reading, obj, path, "description", MAX_DESCRIPTION),
     )
 
 
-def _read_quota(r: Reading, raw: object, path: str) -> Quota:
-    obj = _object(r, raw, path, QUOTA, "a quota row")
+def _read_quota(reading: Reading, raw: object, path: str) -> Quota:
+    obj = _object(reading, raw, path, QUOTA_FIELDS, "a quota row")
     if obj is None:
         return Quota("", "")
-    scope = _reference(r, obj.get("scope", ALL_POOLS), f"{path}.scope", "scope")
+    scope = _reference(reading, obj.get("scope", ALL_POOLS), f"{path}.scope", "scope")
     key = obj.get("key", _MISSING)
     if key is not _MISSING and not _is_key(key):
-        r.error(f"{path}.key", "invalid_key", f"{show(key)} is not a resource key: keys match {KEY_PATTERN.pattern}")
+        reading.error(f"{path}.key", "invalid_key",
+                      f"{show(key)} is not a resource key: keys match {KEY_PATTERN.pattern}")
     key = key if _is_key(key) else ""
-    reserved, limit = (_quantity(r, obj[f], f"{path}.{f}") if f in obj else None for f in ("reserved", "limit"))
+    reserved, limit = (_quantity(reading, obj[f], f"{path}.{f}") if f in obj else None for f in ("reserved", "limit"))
     if "reserved" not in obj and "limit" not in obj:
-        r.error(path, "required", "a quota row states reserved, limit or both")
+        reading.error(path, "required", "a quota row states reserved, limit or both")
     if reserved is not None and limit is not None and reserved > limit:
-        r.error(f"{path}.reserved", "reserved_above_limit",
-                f"reserved {q(reserved)} {key} is above the limit of {q(limit)} {scope_text(brief(scope))}")
+        reading.error(f"{path}.reserved", "reserved_above_limit",
+                      f"reserved {quantity_text(reserved)} {key} is above the limit of {quantity_text(limit)} "
+                      f"{scope_text(brief(scope))}")
     return Quota(scope, key, reserved, limit)
 
 
 # Field readers: each reports its own errors and returns a placeholder when the value is unusable.
 
 
-def _object(r: Reading, raw: object, path: str, fields: Fields, what: str) -> Mapping[Any, Any] | None:
+def _object(reading: Reading, raw: object, path: str, fields: Fields, what: str) -> Mapping[Any, Any] | None:
     if not isinstance(raw, Mapping):
-        r.error(path, "invalid_type", f"{what} must be an object, not {json_type(raw)}")
+        reading.error(path, "invalid_type", f"{what} must be an object, not {json_type(raw)}")
         return None
     for field in fields.required:
         if field not in raw:
-            r.error(child(path, field), "required", f"{field} is required")
+            reading.error(child(path, field), "required", f"{field} is required")
     known = fields.required + fields.optional
     for field in raw:
         if field not in known:
-            r.error(child(path, field), "unknown_field",
-                    f"unknown field {show(field)}; {what} has {', '.join(known)}", blocking=False)
+            reading.error(child(path, field), "unknown_field",
+                          f"unknown field {show(field)}; {what} has {', '.join(known)}", blocking=False)
     return raw
 
 
-def _list(r: Reading, obj: Mapping[Any, Any], field: str, path: str, limit: int) -> list[Any]:
+def _list(reading: Reading, obj: Mapping[Any, Any], field: str, path: str, limit: int) -> list[Any]:
     raw = obj.get(field, _MISSING)
     if raw is _MISSING:
         return []  # reported as required
     if not isinstance(raw, (list, tuple)):
-        r.error(path, "invalid_type", f"{field} must be an array, not {json_type(raw)}")
+        reading.error(path, "invalid_type", f"{field} must be an array, not {json_type(raw)}")
         return []
     if len(raw) > limit:
-        r.error(path, "too_many", f"{field} has {len(raw)} entries, at most {limit} are allowed")
+        reading.error(path, "too_many", f"{field} has {len(raw)} entries, at most {limit} are allowed")
         return []
     return list(raw)
 
 
-def _name(r: Reading, obj: Mapping[Any, Any], path: str, kind: str) -> str:
+def _name(reading: Reading, obj: Mapping[Any, Any], path: str, kind: str) -> str:
     """The name as written when it is a string (references resolve even to a bad name), else ""."""
     raw = obj.get("name", _MISSING)
     if raw is _MISSING:
         return ""
     if not isinstance(raw, str):
-        r.error(f"{path}.name", "invalid_type", f"a {kind} name is a string, not {json_type(raw)}")
+        reading.error(f"{path}.name", "invalid_type", f"a {kind} name is a string, not {json_type(raw)}")
         return ""
     if not NAME_PATTERN.fullmatch(raw):
-        r.error(f"{path}.name", "invalid_name",
-                f"{show(raw)} is not a valid {kind} name: names match ^{NAME_PATTERN.pattern}$")
+        reading.error(f"{path}.name", "invalid_name",
+                      f"{show(raw)} is not a valid {kind} name: names match ^{NAME_PATTERN.pattern}$")
     return raw
 
 
-def _reference(r: Reading, raw: object, path: str, kind: str) -> str:
+def _reference(reading: Reading, raw: object, path: str, kind: str) -> str:
     """A name that refers to another entry (checked later), or "" when it is not a string."""
     if raw is _MISSING:
         return ""
     if not isinstance(raw, str):
-        r.error(path, "invalid_type", f"a {kind} is named by a string, not {json_type(raw)}")
+        reading.error(path, "invalid_type", f"a {kind} is named by a string, not {json_type(raw)}")
         return ""
     if not raw:
-        r.error(path, "required", f"the {kind} must not be empty")
+        reading.error(path, "required", f"the {kind} must not be empty")
     return raw
 
 
-def _references(r: Reading, obj: Mapping[Any, Any], path: str, field: str, kind: str, limit: int) -> tuple[str, ...]:
-    items = _list(r, obj, field, f"{path}.{field}", limit)
-    return tuple(_reference(r, item, f"{path}.{field}[{j}]", kind) for j, item in enumerate(items))
+def _references(reading: Reading, obj: Mapping[Any, Any], path: str, field: str, kind: str,
+                limit: int) -> tuple[str, ...]:
+    items = _list(reading, obj, field, f"{path}.{field}", limit)
+    return tuple(_reference(reading, item, f"{path}.{field}[{j}]", kind) for j, item in enumerate(items))
 
 
-def _text(r: Reading, obj: Mapping[Any, Any], path: str, field: str, limit: int,
+def _text(reading: Reading, obj: Mapping[Any, Any], path: str, field: str, limit: int,
           default: str = "", required: bool = False) -> str:
     raw = obj.get(field, _MISSING)
     if raw is _MISSING:
         return default
     at = f"{path}.{field}"
     if not isinstance(raw, str):
-        r.error(at, "invalid_type", f"{field} is a string, not {json_type(raw)}")
+        reading.error(at, "invalid_type", f"{field} is a string, not {json_type(raw)}")
     elif len(raw) > limit:
-        r.error(at, "too_long", f"{field} has {len(raw)} characters, at most {limit} are allowed")
+        reading.error(at, "too_long", f"{field} has {len(raw)} characters, at most {limit} are allowed")
     elif required and not raw.strip():
-        r.error(at, "required", f"{field} must not be empty")
+        reading.error(at, "required", f"{field} must not be empty")
     else:
         return raw
     return default
 
 
-def _priority(r: Reading, raw: object, path: str) -> int:
+def _priority(reading: Reading, raw: object, path: str) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int):
-        r.error(path, "invalid_type", f"priority is an integer, not {json_type(raw)}")
+        reading.error(path, "invalid_type", f"priority is an integer, not {json_type(raw)}")
         return 0
     if not -MAX_PRIORITY <= raw <= MAX_PRIORITY:
-        r.error(path, "out_of_range", f"priority must be between -{MAX_PRIORITY:,} and {MAX_PRIORITY:,}")
+        reading.error(path, "out_of_range", f"priority must be between -{MAX_PRIORITY:,} and {MAX_PRIORITY:,}")
         return 0
     return raw
 
 
-def _vector(r: Reading, obj: Mapping[Any, Any], path: str, field: str) -> Vector:
+def _vector(reading: Reading, obj: Mapping[Any, Any], path: str, field: str) -> Vector:
     raw, at = obj.get(field, _MISSING), f"{path}.{field}"
     if raw is _MISSING:
         return Vector()
     if not isinstance(raw, Mapping):
-        r.error(at, "invalid_type", f"{field} is an object of resource key → quantity, not {json_type(raw)}")
+        reading.error(at, "invalid_type", f"{field} is an object of resource key → quantity, not {json_type(raw)}")
         return Vector()
     if len(raw) > MAX_KEYS:
-        r.error(at, "too_many", f"{field} has {len(raw)} keys, at most {MAX_KEYS} are allowed")
+        reading.error(at, "too_many", f"{field} has {len(raw)} keys, at most {MAX_KEYS} are allowed")
         return Vector()
     milli: dict[str, int] = {}
     for key, value in raw.items():
         if not _is_key(key):
-            r.error(child(at, key), "invalid_key",
-                    f"{show(key)} is not a resource key: keys match {KEY_PATTERN.pattern}")
+            reading.error(child(at, key), "invalid_key",
+                          f"{show(key)} is not a resource key: keys match {KEY_PATTERN.pattern}")
             continue
-        amount = _quantity(r, value, f"{at}.{key}")
+        amount = _quantity(reading, value, f"{at}.{key}")
         if amount is not None:
             milli[key] = amount
     return Vector(milli)
 
 
-def _quantity(r: Reading, raw: object, path: str) -> int | None:
+def _quantity(reading: Reading, raw: object, path: str) -> int | None:
     try:
         return parse_quantity(raw)
     except (QuantityError, ValueError, ArithmeticError) as error:  # QuantityError is the contract; the rest guards it
         label = path.rsplit(".", 1)[-1]
-        r.error(path, "invalid_quantity", f"{label} {error}")
+        reading.error(path, "invalid_quantity", f"{label} {error}")
         return None
 
 
@@ -393,4 +396,3 @@ def child(path: str, field: object) -> str:
     if isinstance(field, str) and _PLAIN_FIELD.fullmatch(field):
         return f"{path}.{field}" if path else field
     return path
-

@@ -24,11 +24,10 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota
-from .quantity import UNMETERED_BY_DEFAULT, Vector, format_quantity
+from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota, scope_text
+from .quantity import STEP_RUN, Vector, quantity_text, unmetered_keys
 from .quota import Ineligible, PoolTerms, ineligibility, pool_terms
 
-STEP_RUN = Vector({"step_run": 1000})  # the server adds step_run: 1 to every request (§1)
 _NO_LIMITS = Policy("")  # a policy without quota rows: its terms check pool capacity only (R-11)
 
 
@@ -222,14 +221,14 @@ def _check_pool_reservations(config: Config, reading: Reading, pools: dict[str, 
     for (scope, key), found in rows.items():
         place = pools[scope]
         pool = config.pools[place]
-        if not reading.ok(f"pools[{place}].capacity") or (key not in pool.capacity and key in UNMETERED_BY_DEFAULT):
+        if not reading.ok(f"pools[{place}].capacity") or key in unmetered_keys(pool.capacity):
             continue
         total, capacity = sum(amount for _, _, amount in found), pool.capacity.get(key, 0)
         if total > capacity:
-            parts = ", ".join(f"{name} {q(amount)}" for _, name, amount in found)
+            parts = ", ".join(f"{name} {quantity_text(amount)}" for _, name, amount in found)
             reading.error(found[-1][0], "reservations_above_capacity",
-                          f"reservations of {key} on pool {brief(scope)} sum to {q(total)} ({parts}), above its "
-                          f"capacity of {q(capacity)}")
+                          f"reservations of {key} on pool {brief(scope)} sum to {quantity_text(total)} ({parts}), "
+                          f"above its capacity of {quantity_text(capacity)}")
 
 
 class _Terms:
@@ -344,23 +343,15 @@ def _reach_warnings(config: Config) -> list[Issue]:
     warnings = []
     for key, found in rows.items():
         pools = [config.pool[p] for p in set().union(*(reach[name] for _, name, _ in found))]
-        if any(key not in p.capacity and key in UNMETERED_BY_DEFAULT for p in pools):
+        if any(key in unmetered_keys(p.capacity) for p in pools):
             continue
         total, capacity = sum(amount for _, _, amount in found), sum(p.capacity.get(key, 0) for p in pools)
         if total > capacity:
-            parts = ", ".join(f"{name} {q(amount)}" for _, name, amount in found)
+            parts = ", ".join(f"{name} {quantity_text(amount)}" for _, name, amount in found)
             warnings.append(Issue(found[-1][0], "reservations_above_reach",
-                                  f"reservations of {key} across all pools sum to {q(total)} ({parts}), above the "
-                                  f"{q(capacity)} {key} their policies' queues can reach"))
+                                  f"reservations of {key} across all pools sum to {quantity_text(total)} ({parts}), "
+                                  f"above the {quantity_text(capacity)} {key} their policies' queues can reach"))
     return warnings
-
-
-def q(milli: int) -> str:
-    return str(format_quantity(milli))
-
-
-def scope_text(scope: str) -> str:
-    return "across all pools" if scope == ALL_POOLS else f"on pool {scope}"
 
 
 def brief(name: str) -> str:

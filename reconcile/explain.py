@@ -6,9 +6,6 @@ easiest of them, so the most curable pool reason is its code, while the message 
 pool: "pool h100 is short of 2 gpu (6 of 8 in use); pool bare-metal is short of 4 gpu (8 of 8
 in use)".
 
->>> from datetime import datetime, timezone
->>> from reconcile import Config, Policy, Pool, Profile, Request, Snapshot, State, Vector, plan
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> config = Config((Pool("h100", Vector.of(gpu=8)),),
 ...                 (Profile("job", Vector.of(gpu=1), True, ("h100",), ("t",)),), (Policy("t"),))
 >>> running = Request(1, "t", "job", Vector.of(gpu=6), t0, State.ALLOCATED, pool="h100", allocated_at=t0)
@@ -22,16 +19,33 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from itertools import count, repeat
 from operator import attrgetter
+from typing import NamedTuple
 
 from .groups import QueueGroup, Run
 from .ledger import Ledger
-from .model import ALL_POOLS, WAITING_FOR_CAPACITY, Request
+from .model import WAITING_FOR_CAPACITY, Request, scope_text
 from .plan import Waiting
-from .quantity import Vector, format_quantity
-from .quota import PoolTerms
+from .quantity import Vector, quantity_text
+from .quota import KeyTerms, PoolTerms
 from .reasons import SEVERITY, Reason
 
 DISABLED = "resource management is disabled: nothing is granted until it is enabled again"
+
+
+class PoolReason(NamedTuple):
+    """Why a group's requests wait on one of their pools."""
+
+    pool: str
+    reason: Reason
+    message: str
+
+
+class FirstWaiter(NamedTuple):
+    """The first request in service order short of room on a pool (see _behind_higher_priority)."""
+
+    priority: int
+    request: Request
+    policy: str
 
 
 def explain_waiting(
@@ -39,16 +53,16 @@ def explain_waiting(
     victims_of: Mapping[int, list[int]], enabled: bool,
 ) -> dict[int, Waiting]:
     """Waiting (reason, message, position, queue pool) for every request in the pools' queues."""
-    by_pool: dict[int, list[tuple[str, Reason, str]]] = {}
-    first_waiter: dict[str, tuple[int, Request, str]] = {}  # pool → the first request short of room there
+    by_pool: dict[int, list[PoolReason]] = {}
+    first_waiter: dict[str, FirstWaiter] = {}  # pool → the first request short of room there
     if enabled:
-        rooms: dict[tuple, tuple[str, Reason, str]] = {}  # see _pool_reasons
+        rooms: dict[tuple, PoolReason] = {}  # see _pool_reasons
         for group in ordered:
             reasons = by_pool[id(group)] = _group_reasons(group, ledger, rooms)
             head = group.members[group.next]
             for pool in _short_of_room(group, head, reasons, ledger):
                 if pool not in first_waiter:
-                    first_waiter[pool] = (group.priority, head, group.policy)
+                    first_waiter[pool] = FirstWaiter(group.priority, head, group.policy)
     judged = {id(group): _overall(_behind_higher_priority(group, by_pool[id(group)], first_waiter))
               if enabled else (Reason.MANAGEMENT_DISABLED, DISABLED) for group in ordered}
     waiting: dict[int, Waiting] = {}
@@ -80,7 +94,7 @@ _ROOM = (Reason.WAITING_FOR_CAPACITY, Reason.BLOCKED_BY_HIGHER_PRIORITY)
 _OWN_POLICY = (Reason.WAITING_FOR_RESERVATION, Reason.WAITING_FOR_QUOTA)
 
 
-def _short_of_room(group: QueueGroup, head: Request, reasons: list[tuple[str, Reason, str]], ledger: Ledger,
+def _short_of_room(group: QueueGroup, head: Request, reasons: list[PoolReason], ledger: Ledger,
                    ) -> list[str]:
     """The pools where the group's head waits for room rather than for its own policy, as the head
     sees itself: a preemptor of this very pass is not in its own way.
@@ -96,8 +110,8 @@ def _short_of_room(group: QueueGroup, head: Request, reasons: list[tuple[str, Re
                 if reason in _ROOM or _own_policy_reason(group, pool, terms, ledger) is None]
 
 
-def _preemptor_reason(request_id: int, group: QueueGroup, reasons: list[tuple[str, Reason, str]], ledger: Ledger,
-                      victims_of) -> tuple[Reason, str]:
+def _preemptor_reason(request_id: int, group: QueueGroup, reasons: list[PoolReason], ledger: Ledger,
+                      victims_of: Mapping[int, list[int]]) -> tuple[Reason, str]:
     """A preemptor waits for its victims, unless its own policy stops it on that pool (§9).
 
     ``reasons`` are the group's, with every hold of others in place; its own set aside, the policy
@@ -107,7 +121,7 @@ def _preemptor_reason(request_id: int, group: QueueGroup, reasons: list[tuple[st
         with ledger.as_seen_by(request_id):
             own = _own_policy_reason(group, pool, group.terms[group.pools.index(pool)], ledger)
         if own is not None:
-            return own[1], own[2]
+            return own.reason, own.message
     victims = ", ".join(map(str, victims_of.get(request_id, ())))
     if not victims:
         return Reason.WAITING_FOR_PREEMPTION, f"capacity on pool {pool} is held for it; its victims have left"
@@ -115,7 +129,7 @@ def _preemptor_reason(request_id: int, group: QueueGroup, reasons: list[tuple[st
             f"waiting for request(s) {victims} to leave pool {pool}; their capacity is held for it")
 
 
-def _group_reasons(group: QueueGroup, ledger: Ledger, rooms: dict) -> list[tuple[str, Reason, str]]:
+def _group_reasons(group: QueueGroup, ledger: Ledger, rooms: dict) -> list[PoolReason]:
     """The group's reason on each pool; a preemptor with victims in flight sees itself (R-45)."""
     if group.holder not in ledger.holds:
         return _pool_reasons(group, ledger, rooms=rooms)
@@ -123,7 +137,7 @@ def _group_reasons(group: QueueGroup, ledger: Ledger, rooms: dict) -> list[tuple
         return _pool_reasons(group, ledger)
 
 
-def _pool_reasons(group: QueueGroup, ledger: Ledger, rooms: dict | None = None) -> list[tuple[str, Reason, str]]:
+def _pool_reasons(group: QueueGroup, ledger: Ledger, rooms: dict | None = None) -> list[PoolReason]:
     """Per eligible pool: the condition others finishing cannot cure, first.
 
     Room depends on the pool and the resources only, not on the policy: groups of one shape on a
@@ -144,75 +158,70 @@ def _pool_reasons(group: QueueGroup, ledger: Ledger, rooms: dict | None = None) 
 
 
 def _own_policy_reason(group: QueueGroup, pool: str, terms: PoolTerms, ledger: Ledger,
-                       ) -> tuple[str, Reason, str] | None:
+                       ) -> PoolReason | None:
     """The group's own policy stopping it on ``pool``, which others finishing cannot cure, or None.
 
     The reservation goes before the limit because it outlasts it: preemptible work finishing
     cures the limit, not the non-preemptible share."""
     reserved = ledger.over_reserved(terms, group.resources, group.preemptible)
     if reserved is not None:
-        key, scope, usage, bound = reserved
-        return (pool, Reason.WAITING_FOR_RESERVATION,
-                f"non-preemptible requests of policy {group.policy} use {_q(usage)} of its reservation "
-                f"of {_q(bound)} {key} {_where(scope)}")
+        return PoolReason(
+            pool, Reason.WAITING_FOR_RESERVATION,
+            f"non-preemptible requests of policy {group.policy} use {quantity_text(reserved.usage)} of its "
+            f"reservation of {quantity_text(reserved.bound)} {reserved.key} {scope_text(reserved.scope)}")
     limit = ledger.over_limit(terms, group.resources)
     if limit is not None:
-        key, scope, usage, bound = limit
-        return (pool, Reason.WAITING_FOR_QUOTA,
-                f"policy {group.policy} has {_q(usage)} of its limit of {_q(bound)} {key} in use {_where(scope)}")
+        return PoolReason(
+            pool, Reason.WAITING_FOR_QUOTA,
+            f"policy {group.policy} has {quantity_text(limit.usage)} of its limit of "
+            f"{quantity_text(limit.bound)} {limit.key} in use {scope_text(limit.scope)}")
     return None
 
 
-def _room(terms: PoolTerms, resources: Vector, ledger: Ledger) -> tuple[str, Reason, str]:
+def _room(terms: PoolTerms, resources: Vector, ledger: Ledger) -> PoolReason:
     short = ledger.room_short(terms, resources)
     if short:
         return _room_reason(terms.pool, terms.keys, ledger, short)
     # It fits: only a pass that has not run yet leaves such a request pending.
-    return terms.pool, Reason.WAITING_FOR_CAPACITY, f"pool {terms.pool} has room; the next pass grants it"
+    return PoolReason(terms.pool, Reason.WAITING_FOR_CAPACITY, f"pool {terms.pool} has room; the next pass grants it")
 
 
-def _room_reason(pool: str, keys, ledger: Ledger, short: dict[str, int]):
+def _room_reason(pool: str, keys: Mapping[str, KeyTerms], ledger: Ledger, short: dict[str, int]) -> PoolReason:
     used, held_here = ledger.pool_used[pool], ledger.held.get(pool, {})
     parts, held_only = [], True
     for key, lack in sorted(short.items()):
         held = held_here.get(key, 0)
         in_use = used.get(key, 0)
-        held_note = f", {_q(held)} held for preemptors" if held else ""
-        parts.append(f"{_q(lack)} {key} ({_q(in_use)} of {_q(keys[key].capacity)} in use{held_note})")
+        held_note = f", {quantity_text(held)} held for preemptors" if held else ""
+        parts.append(f"{quantity_text(lack)} {key} ({quantity_text(in_use)} of {quantity_text(keys[key].capacity)} "
+                     f"in use{held_note})")
         held_only = held_only and lack <= held
     if held_only:
-        holders = sorted(h for h, hold in ledger.holds.items() if hold.pool == pool)
-        return (pool, Reason.BLOCKED_BY_HIGHER_PRIORITY,
-                f"pool {pool} is short of {', '.join(parts)}: the capacity is held for request(s) "
-                f"{', '.join(map(str, holders))}, served first")
-    return (pool, Reason.WAITING_FOR_CAPACITY, f"pool {pool} is short of {', '.join(parts)}")
+        holders = sorted(holder for holder, hold in ledger.holds.items() if hold.pool == pool)
+        return PoolReason(pool, Reason.BLOCKED_BY_HIGHER_PRIORITY,
+                          f"pool {pool} is short of {', '.join(parts)}: the capacity is held for request(s) "
+                          f"{', '.join(map(str, holders))}, served first")
+    return PoolReason(pool, Reason.WAITING_FOR_CAPACITY, f"pool {pool} is short of {', '.join(parts)}")
 
 
-def _behind_higher_priority(group: QueueGroup, reasons, first_waiter) -> list[tuple[str, Reason, str]]:
+def _behind_higher_priority(group: QueueGroup, reasons: list[PoolReason],
+                            first_waiter: Mapping[str, FirstWaiter]) -> list[PoolReason]:
     """A request short of room where a request of higher priority waits first is blocked by it."""
     out = []
-    for pool, reason, message in reasons:
-        ahead = first_waiter.get(pool)
-        if reason is WAITING_FOR_CAPACITY and ahead is not None and ahead[0] > group.priority:
-            priority, request, policy = ahead
-            reason = Reason.BLOCKED_BY_HIGHER_PRIORITY
-            message += f"; request {request.id} of policy {policy} (priority {priority}) is served first"
-        out.append((pool, reason, message))
+    for found in reasons:
+        ahead = first_waiter.get(found.pool)
+        if found.reason is WAITING_FOR_CAPACITY and ahead is not None and ahead.priority > group.priority:
+            found = PoolReason(found.pool, Reason.BLOCKED_BY_HIGHER_PRIORITY,
+                               f"{found.message}; request {ahead.request.id} of policy {ahead.policy} "
+                               f"(priority {ahead.priority}) is served first")
+        out.append(found)
     return out
 
 
-def _overall(reasons: list[tuple[str, Reason, str]]) -> tuple[Reason, str]:
+def _overall(reasons: list[PoolReason]) -> tuple[Reason, str]:
     """The most curable pool's code; every pool's sentence, in precedence order."""
     if len(reasons) == 1:
-        return reasons[0][1], reasons[0][2]
+        return reasons[0].reason, reasons[0].message
     code = max([reason for _, reason, _ in reasons], key=SEVERITY.__getitem__)
     # A "*" quota says the same on every pool: each sentence once.
     return code, "; ".join(dict.fromkeys(message for _, _, message in reasons))
-
-
-def _q(milli: int) -> str:
-    return str(format_quantity(milli))
-
-
-def _where(scope: str) -> str:
-    return "across all pools" if scope == ALL_POOLS else f"on pool {scope}"

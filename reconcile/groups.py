@@ -14,7 +14,7 @@ from operator import attrgetter, itemgetter
 
 from .ledger import Ledger
 from .model import Config, Request
-from .ordering import service_key
+from .ordering import ServiceKey, service_key
 from .quantity import Vector
 from .quota import Connected, PoolTerms
 
@@ -40,7 +40,7 @@ class QueueGroup:
         self.version = 0  # bumped at each re-evaluation; older heap entries are stale
         self.watching: tuple[tuple[str, str], ...] = ()
         self.preempted = False  # some member found victims in this pass
-        self.key: tuple = ()  # R-32 key of its oldest waiting member, set by service_order
+        self.key: ServiceKey | None = None  # R-32 key of its oldest waiting member, set by service_order
 
     @property
     def waiting(self) -> list[Request]:
@@ -87,7 +87,7 @@ def pool_queues(ordered: list[QueueGroup]) -> dict[str, list[Run]]:
     for pool, groups in by_pool.items():
         runs: list[Run] = []
         queues[pool] = runs
-        for _, tied in groupby(groups, key=_rank_part):
+        for _, tied in groupby(groups, key=_standing):
             block = list(tied)
             if len(block) == 1:
                 runs.append((block[0], block[0].waiting))
@@ -98,5 +98,5 @@ def pool_queues(ordered: list[QueueGroup]) -> dict[str, list[Run]]:
     return queues
 
 
-def _rank_part(group: QueueGroup) -> tuple:
-    return group.key[:4]  # the service key without submission time and id
+def _standing(group: QueueGroup) -> tuple[int, bool, int, int]:
+    return group.key.standing

@@ -1,12 +1,11 @@
-"""The invariants of spec §10, checked on values: tests call these after every step, and the
-reconciler can run them on demand. Each check returns a list of ``Violation``; empty is clean.
+"""The invariants of spec §10, checked on values: tests call these after every step, and
+``manage.py check_state`` runs them on the stored state on demand (as the admin's
+``GET /api/v1/health`` does). Each check returns a list of ``Violation``; empty is clean.
 
 A key counts toward usage only where it is metered: on its pool, and at scope ``*`` summed over
 the pools that meter it (§1: an unmetered key is never checked there, so it cannot be bounded).
 
->>> from datetime import datetime, timezone
->>> from reconcile.model import Config, Pool, Request
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+>>> from dataclasses import replace
 >>> small = Config(pools=(Pool("dc", Vector.of(gpu=2)),))
 >>> job = Request(1, "ml", "job", Vector.of(gpu=1.5, step_run=1), t0, State.ALLOCATED, pool="dc", allocated_at=t0)
 >>> two = Snapshot(t0, small, (job, replace(job, id=2)))
@@ -25,28 +24,24 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from .model import ALL_POOLS, Config, Pool, Request, Snapshot, State
+from .model import ALL_POOLS, Config, Pool, Request, Snapshot, State, scope_text
 from .plan import Decision, Plan
 from .planner import plan as plan_pass
-from .quantity import UNMETERED_BY_DEFAULT, Vector, format_quantity
+from .quantity import Vector, quantity_text
 from .reasons import Reason
+from .report import row_order
 from .transition import applied, carry_out
 
-Tally = defaultdict  # (owner, scope, key) → milli-units
-POOL = ""  # the owner of a pool's own usage, beside the policies'
+Usage = defaultdict[tuple[str, str, str], int]  # (owner, scope, key) → milli-units in use
+POOL_ITSELF = ""  # the owner of a pool's own usage in a Usage, beside its policies
 
 
 @dataclass(frozen=True, slots=True)
 class Violation:
     invariant: str  # "I-1" … "I-8"
     message: str  # what is wrong, with the numbers
-
-
-def metered(pool: Pool, key: str) -> bool:
-    """§1: a key listed in the capacity is enforced; mcpu, memory_mb, step_run are not otherwise."""
-    return key in pool.capacity or key not in UNMETERED_BY_DEFAULT
 
 
 def check_state(snapshot: Snapshot, baseline: Snapshot | None = None) -> list[Violation]:
@@ -63,31 +58,36 @@ def check_state(snapshot: Snapshot, baseline: Snapshot | None = None) -> list[Vi
         return usage[at] > bound and not excused
 
     found = []
-    for (owner, pool, key), used in sorted(usage.items()):
-        if owner == POOL and over((owner, pool, key), capacity := config.pool[pool].capacity.get(key, 0)):
-            found.append(Violation("I-1", f"pool {pool}: {_q(used)} {key} in use, above its capacity of {_q(capacity)}"))
-    for p in config.policies:
-        for q in (q for q in p.quotas if q.limit is not None and over((p.name, q.scope, q.key), q.limit)):
-            found.append(Violation("I-2", f"policy {p.name} uses {_q(usage[(p.name, q.scope, q.key)])} {q.key} "
-                                          f"{_where(q.scope)}, above its limit of {_q(q.limit)}"))
+    for owner, pool, key in sorted(usage, key=row_order):
+        if owner == POOL_ITSELF and over((owner, pool, key), capacity := config.pool[pool].capacity.get(key, 0)):
+            found.append(Violation("I-1", f"pool {pool}: {quantity_text(usage[(owner, pool, key)])} {key} in use, "
+                                          f"above its capacity of {quantity_text(capacity)}"))
+    for policy in config.policies:
+        for row in policy.quotas:
+            if row.limit is not None and over(at := (policy.name, row.scope, row.key), row.limit):
+                found.append(Violation("I-2", f"policy {policy.name} uses {quantity_text(usage[at])} {row.key} "
+                                              f"{scope_text(row.scope)}, above its limit of "
+                                              f"{quantity_text(row.limit)}"))
     return found + _check_reserved(config, live) + _check_allocations(snapshot)
 
 
 def _check_reserved(config: Config, live: list[Request]) -> list[Violation]:
     """I-3: non-preemptible usage ≤ reserved at every scope; no row stating one means 0."""
-    np_usage = _usage(config, [r for r in live if not r.preemptible])
-    bounds = {}
-    for (policy, scope, key) in np_usage:
-        if scope != ALL_POOLS and policy in config.policy:  # (POOL, …) is not a policy
+    usage = _usage(config, [r for r in live if not r.preemptible])
+    reservations = {}
+    for (policy, scope, key) in usage:
+        if scope != ALL_POOLS and policy in config.policy:  # (POOL_ITSELF, …) is not a policy
             rows = _bounds(config, policy, scope, key, "reserved")
             for where, reserved in rows or [(scope, 0)]:
-                bounds[(policy, where, key)] = reserved
-    return [
-        Violation("I-3", f"non-preemptible requests of policy {policy} use {_q(np_usage[(policy, scope, key)])} "
-                         f"{key} {_where(scope)}, above its reservation of {_q(reserved)}")
-        for (policy, scope, key), reserved in sorted(bounds.items())
-        if np_usage[(policy, scope, key)] > reserved
-    ]
+                reservations[(policy, where, key)] = reserved
+    found = []
+    for at in sorted(reservations, key=row_order):
+        policy, scope, key = at
+        if usage[at] > reservations[at]:
+            found.append(Violation("I-3", f"non-preemptible requests of policy {policy} use {quantity_text(usage[at])} "
+                                          f"{key} {scope_text(scope)}, above its reservation of "
+                                          f"{quantity_text(reservations[at])}"))
+    return found
 
 
 def _check_allocations(snapshot: Snapshot) -> list[Violation]:
@@ -100,15 +100,17 @@ def _check_allocations(snapshot: Snapshot) -> list[Violation]:
 
 def check_usage(snapshot: Snapshot, cached) -> list[Violation]:
     """I-5: a cached usage, in the shape of ``reconcile.ledger.Ledger(config)`` (``pool_used``,
-    ``policy_used``, ``policy_np``), equals the sum over live allocations; zero entries aside."""
-    config, expected = snapshot.config, {"pool_used": Tally(Counter), "policy_used": Tally(Counter),
-                                         "policy_np": Tally(Counter)}
+    ``policy_used``, ``nonpreemptible_used``), equals the sum over live allocations; zero entries
+    aside."""
+    config, expected = snapshot.config, {"pool_used": defaultdict(Counter), "policy_used": defaultdict(Counter),
+                                         "nonpreemptible_used": defaultdict(Counter)}
     for r in _live(snapshot.requests):
         targets = [("pool_used", r.pool), ("policy_used", (r.policy, r.pool)), ("policy_used", (r.policy, ALL_POOLS))]
         if not r.preemptible:
-            targets += [("policy_np", (r.policy, r.pool)), ("policy_np", (r.policy, ALL_POOLS))]
+            targets += [("nonpreemptible_used", (r.policy, r.pool)),
+                        ("nonpreemptible_used", (r.policy, ALL_POOLS))]
         for key, amount in r.resources.items():
-            if r.pool not in config.pool or metered(config.pool[r.pool], key):
+            if key not in config.unmetered.get(r.pool, ()):  # a pool it does not know: counted
                 for name, where in targets:
                     expected[name][where][key] += amount
     found = []
@@ -133,15 +135,15 @@ def check_preemptions(snapshot: Snapshot, plan: Plan) -> list[Violation]:
 
     Preemption runs after the time, queue and grant phases, so it is judged on their outcome:
     this pass's grants are live, allocated at ``plan.now``."""
-    seen, found = _Seen(snapshot.config, _after_grants(snapshot, plan)), []
-    for d in plan.preemptions:
-        if why := "management is disabled (R-30)" if not snapshot.management_enabled else seen.unjustified(d):
-            found.append(Violation("I-7", f"request {d.request_id} preempted for request {d.preempted_by} "
-                                          f"on pool {d.pool}: {why}"))
+    phase, found = _PreemptionPhase(snapshot.config, _after_grants(snapshot, plan)), []
+    for decision in plan.preemptions:
+        if why := "management is disabled (R-30)" if not snapshot.management_enabled else phase.unjustified(decision):
+            found.append(Violation("I-7", f"request {decision.request_id} preempted for request "
+                                          f"{decision.preempted_by} on pool {decision.pool}: {why}"))
     return found
 
 
-class _Seen:
+class _PreemptionPhase:
     """The preemption phase as the plan reports it, decision by decision."""
 
     def __init__(self, config: Config, requests: dict[int, Request]) -> None:
@@ -151,52 +153,56 @@ class _Seen:
         self.served: dict[int, str] = {}  # preemptor → the pool of the victims it took in this pass
         self.usage, self.claimed, self.last = _usage(config, self.live), set(), None
 
-    def unjustified(self, d: Decision) -> str | None:
-        victim, h = self.requests.get(d.request_id), self.requests.get(d.preempted_by)
-        if d.request_id in self.claimed or victim is None or h is None:
+    def unjustified(self, decision: Decision) -> str | None:
+        victim, preemptor = self.requests.get(decision.request_id), self.requests.get(decision.preempted_by)
+        if decision.request_id in self.claimed or victim is None or preemptor is None:
             return "the victim is claimed twice in one pass, or unknown (R-40)"
-        self.claimed.add(d.request_id)
-        why = self._preemptor(h, d) or self._victim(victim, h, d)
-        self.served.setdefault(h.id, d.pool)
-        self.holds.setdefault(h.id, (d.pool, h))  # R-45: for the preemptors after h
-        self.last = h.id
+        self.claimed.add(decision.request_id)
+        why = self._preemptor(preemptor, decision) or self._victim(victim, preemptor, decision)
+        self.served.setdefault(preemptor.id, decision.pool)
+        self.holds.setdefault(preemptor.id, (decision.pool, preemptor))  # R-45: for the preemptors after it
+        self.last = preemptor.id
         return why
 
-    def _preemptor(self, h: Request, d: Decision) -> str | None:
-        """R-40: h is pending, has no victims in flight, takes its victims on one of its pools."""
-        served = self.served.get(h.id)
-        if h.state != State.PENDING or h.id in self.in_flight or (served and (self.last != h.id or served != d.pool)):
-            return f"the preemptor is {h.state}, or already has victims in flight (R-40)"
-        if d.pool not in self.config.profile[h.profile].pools:
-            return f"pool {d.pool} is not connected to profile {h.profile} (R-40)"
+    def _preemptor(self, preemptor: Request, decision: Decision) -> str | None:
+        """R-40: the preemptor is pending, has no victims in flight, takes its victims on one of its pools."""
+        served = self.served.get(preemptor.id)
+        took_elsewhere = served and (self.last != preemptor.id or served != decision.pool)
+        if preemptor.state != State.PENDING or preemptor.id in self.in_flight or took_elsewhere:
+            return f"the preemptor is {preemptor.state}, or already has victims in flight (R-40)"
+        if decision.pool not in self.config.profile[preemptor.profile].pools:
+            return f"pool {decision.pool} is not connected to profile {preemptor.profile} (R-40)"
         return None
 
-    def _victim(self, victim: Request, h: Request, d: Decision) -> str | None:
+    def _victim(self, victim: Request, preemptor: Request, decision: Decision) -> str | None:
         """R-41 and the reason of R-44."""
-        if victim.state != State.ALLOCATED or not victim.preemptible or victim.policy == h.policy or victim.pool != d.pool:
+        if (victim.state != State.ALLOCATED or not victim.preemptible or victim.policy == preemptor.policy
+                or victim.pool != decision.pool):
             return (f"the victim is {victim.state}, preemptible={victim.preemptible}, of policy {victim.policy}, "
                     f"on pool {victim.pool} (R-41)")
-        lacking = self._lacking(h, d.pool)
+        lacking = self._lacking(preemptor, decision.pool)
         if not any(victim.resources.get(key) for key in lacking):
             return f"the victim holds none of the keys the preemptor is short of ({', '.join(lacking)}) (R-41)"
-        low, high = self.config.policy[victim.policy].priority, self.config.policy[h.policy].priority
-        if d.reason != (rule := Reason.PREEMPTED_BY_PRIORITY if low < high else Reason.RECLAIMED):
-            return f"reason {d.reason}, where the rule that applies gives {rule} (R-44)"
+        low, high = self.config.policy[victim.policy].priority, self.config.policy[preemptor.policy].priority
+        if decision.reason != (rule := Reason.PREEMPTED_BY_PRIORITY if low < high else Reason.RECLAIMED):
+            return f"reason {decision.reason}, where the rule that applies gives {rule} (R-44)"
         if low < high:
             return None
-        if not _in_share(self.config, self.usage, h, self.config.pool[d.pool]):
+        if not _in_share(self.config, self.usage, preemptor, self.config.pool[decision.pool]):
             return f"priority {low} is not below {high} and the preemptor would borrow (R-41)"
         borrowed = _borrowed(self.config, self.live, victim.policy)[victim.id]
         return None if any(borrowed.get(key) for key in lacking) else (
             f"priority {low} is not below {high} and the victim holds no borrowed {', '.join(lacking)} (R-41)")
 
-    def _lacking(self, h: Request, pool_name: str) -> list[str]:
-        """R-20: the metered keys of h short on the pool, counting what is held for others (R-45)."""
+    def _lacking(self, preemptor: Request, pool_name: str) -> list[str]:
+        """R-20: the metered keys the preemptor is short of on the pool, counting what is held for others
+        (R-45)."""
         pool, lacking = self.config.pool[pool_name], []
-        for key, amount in sorted(h.resources.items()):
+        for key, amount in sorted(preemptor.resources.items()):
             if key in pool.capacity:
                 used = sum(r.resources.get(key, 0) for r in self.live if r.pool == pool_name)
-                held = sum(x.resources.get(key, 0) for i, (p, x) in self.holds.items() if p == pool_name and i != h.id)
+                held = sum(holder.resources.get(key, 0) for holder_id, (pool_held, holder) in self.holds.items()
+                           if pool_held == pool_name and holder_id != preemptor.id)
                 if used + held + amount > pool.capacity[key]:
                     lacking.append(key)
         return lacking
@@ -215,18 +221,18 @@ def _holds(requests: dict[int, Request]) -> dict[int, tuple[str, Request]]:
     whole demand: at least what the engine holds, so a key counts as short no less often."""
     holds = {r.id: (r.held_pool, r) for r in requests.values() if r.state == State.PENDING and r.held_pool}
     for victim in requests.values():
-        h = requests.get(victim.preempted_by) if victim.state == State.PREEMPTING else None
-        if h is not None and h.state == State.PENDING:
-            holds.setdefault(h.id, (victim.pool, h))
+        preemptor = requests.get(victim.preempted_by) if victim.state == State.PREEMPTING else None
+        if preemptor is not None and preemptor.state == State.PENDING:
+            holds.setdefault(preemptor.id, (victim.pool, preemptor))
     return holds
 
 
-def _in_share(config: Config, usage: Tally, h: Request, pool: Pool) -> bool:
+def _in_share(config: Config, usage: Usage, preemptor: Request, pool: Pool) -> bool:
     """R-32.2: usage + R ≤ reserved for every metered key at every applicable scope (none = 0)."""
-    for key, amount in h.resources.items():
-        if metered(pool, key):
-            rows = _bounds(config, h.policy, pool.name, key, "reserved") or [(pool.name, 0)]
-            if any(usage[(h.policy, scope, key)] + amount > reserved for scope, reserved in rows):
+    for key, amount in preemptor.resources.items():
+        if key not in config.unmetered[pool.name]:
+            rows = _bounds(config, preemptor.policy, pool.name, key, "reserved") or [(pool.name, 0)]
+            if any(usage[(preemptor.policy, scope, key)] + amount > reserved for scope, reserved in rows):
                 return False
     return True
 
@@ -234,13 +240,15 @@ def _in_share(config: Config, usage: Tally, h: Request, pool: Pool) -> bool:
 def _borrowed(config: Config, live: list[Request], policy: str) -> dict[int, dict[str, int]]:
     """§1: oldest first, each allocation consumes what is left of the reservation at each
     applicable scope; what exceeds it at any scope is borrowed."""
-    consumed, borrowed = Tally(int), {}
-    for a in sorted((r for r in live if r.policy == policy), key=lambda r: (r.allocated_at, r.id)):
-        units, pool = borrowed.setdefault(a.id, {}), config.pool.get(a.pool)
-        for key, amount in a.resources.items():
-            if pool is not None and metered(pool, key):
+    consumed: defaultdict[tuple[str, str], int] = defaultdict(int)  # (scope, key) → reservation used
+    borrowed: dict[int, dict[str, int]] = {}
+    for allocation in sorted((r for r in live if r.policy == policy), key=lambda r: (r.allocated_at, r.id)):
+        units, unmetered = borrowed.setdefault(allocation.id, {}), config.unmetered.get(allocation.pool)
+        for key, amount in allocation.resources.items():
+            if unmetered is not None and key not in unmetered:  # on a known pool that meters it
                 over = 0
-                for scope, reserved in _bounds(config, policy, a.pool, key, "reserved") or [(a.pool, 0)]:
+                rows = _bounds(config, policy, allocation.pool, key, "reserved") or [(allocation.pool, 0)]
+                for scope, reserved in rows:
                     consumed[(scope, key)] += amount
                     over = max(over, min(amount, consumed[(scope, key)] - reserved))
                 units[key] = over
@@ -252,8 +260,8 @@ def check_idempotent(snapshot: Snapshot, first: Plan | None = None) -> list[Viol
     rewrites no reason a pending request shows. ``first``: the plan already made for ``snapshot``."""
     after = carry_out(snapshot, first if first is not None else plan_pass(snapshot))
     second = plan_pass(after)
-    found = [Violation("I-8", f"{DECIDES_AGAIN}: request {d.request_id} {d.from_state} → {d.state} ({d.reason})")
-             for d in second.decisions()]
+    found = [Violation("I-8", f"{DECIDES_AGAIN}: request {decision.request_id} {decision.from_state} → "
+                              f"{decision.state} ({decision.reason})") for decision in second.decisions()]
     if not found:
         again = {r.id: r for r in carry_out(after, second).requests}
         found = [Violation("I-8", f"{REWORDS}: request {r.id} {r.reason} → {again[r.id].reason}")
@@ -277,14 +285,15 @@ def _new_since(baseline: Snapshot, live: list[Request]) -> list[Request]:
     return [r for r in live if (r.id, r.pool, r.allocated_at) not in old]
 
 
-def _usage(config: Config, live: list[Request]) -> Tally:
-    """(POOL, pool, key) → a pool's usage; (policy, scope, key) → a policy's, at each pool and ``*``."""
-    usage = Tally(int)
+def _usage(config: Config, live: list[Request]) -> Usage:
+    """(POOL_ITSELF, pool, key) → a pool's usage; (policy, scope, key) → a policy's, at each pool and
+    ``*``."""
+    usage: Usage = defaultdict(int)
     for r in live:
-        pool = config.pool.get(r.pool)
+        unmetered = config.unmetered.get(r.pool)
         for key, amount in r.resources.items():
-            if pool is not None and metered(pool, key):
-                for at in ((POOL, r.pool, key), (r.policy, r.pool, key), (r.policy, ALL_POOLS, key)):
+            if unmetered is not None and key not in unmetered:  # on a known pool that meters it
+                for at in ((POOL_ITSELF, r.pool, key), (r.policy, r.pool, key), (r.policy, ALL_POOLS, key)):
                     usage[at] += amount
     return usage
 
@@ -294,11 +303,3 @@ def _bounds(config: Config, policy: str, pool: str, key: str, side: str) -> list
     rows = config.policy[policy].quotas if policy in config.policy else ()
     return [(q.scope, getattr(q, side)) for q in rows
             if q.key == key and q.scope in (pool, ALL_POOLS) and getattr(q, side) is not None]
-
-
-def _q(milli: int) -> str:
-    return str(format_quantity(milli))
-
-
-def _where(scope: str) -> str:
-    return "across all pools" if scope == ALL_POOLS else f"on pool {scope}"

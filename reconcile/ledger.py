@@ -1,6 +1,5 @@
 """The planner's working copy of usage: charged as it grants, never the snapshot's (R-20…R-22).
 
->>> from reconcile.model import Pool, Policy, Quota
 >>> from reconcile.quota import pool_terms
 >>> terms = pool_terms(Policy("ml", quotas=(Quota("dc", "gpu", 4000, 8000),)), Pool("dc", Vector.of(gpu=8)))
 >>> ledger = Ledger()
@@ -23,16 +22,25 @@ With 8 gpu in use, a hold of 4 gpu whose victim holds 4 takes no further room fo
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from operator import attrgetter
 from typing import NamedTuple
 
 from .model import ALL_POOLS, ALLOCATED, PREEMPTING, Config, Request
 from .quantity import Vector
-from .quota import PoolTerms
+from .quota import Check, KeyChecks, PoolTerms
 
 Usage = dict[str, int]
-Breach = tuple[str, str, int, int]  # (key, scope, usage, bound)
+
+
+class Breach(NamedTuple):
+    """A bound that granting a request would exceed: its key and scope, the usage there, the bound."""
+
+    key: str
+    scope: str
+    usage: int
+    bound: int
 
 
 class Hold(NamedTuple):
@@ -44,16 +52,18 @@ class Hold(NamedTuple):
 
 
 class Ledger:
-    """Live usage per pool, per (policy, scope) and non-preemptible per (policy, scope), plus the
-    capacity held for preemptors whose victims are being evicted (R-45)."""
+    """Live usage per pool, per (policy, scope) and, of non-preemptible allocations alone, per
+    (policy, scope) again; plus the capacity held for preemptors whose victims are being evicted
+    (R-45)."""
 
     def __init__(self, config: Config | None = None) -> None:
         # Usage counts a key only on pools that meter it (§1: unmetered keys are never checked
         # there, so they cannot use up a quota either). Without a config every key counts.
         self.unmetered: dict[str, frozenset[str]] = {} if config is None else config.unmetered
-        self.pool_used: defaultdict[str, Usage] = defaultdict(dict)
-        self.policy_used: defaultdict[tuple[str, str], Usage] = defaultdict(dict)
-        self.policy_np: defaultdict[tuple[str, str], Usage] = defaultdict(dict)
+        self.pool_used: defaultdict[str, Usage] = defaultdict(dict)  # pool → usage
+        self.policy_used: defaultdict[tuple[str, str], Usage] = defaultdict(dict)  # (policy, scope) → usage
+        # (policy, scope) → usage of its non-preemptible allocations, which R-22 bounds
+        self.nonpreemptible_used: defaultdict[tuple[str, str], Usage] = defaultdict(dict)
         self.held: defaultdict[str, Usage] = defaultdict(dict)  # pool → room held for preemptors
         self.holds: dict[int, Hold] = {}  # preemptor id → its hold
 
@@ -77,7 +87,7 @@ class Ledger:
         if pool_room:
             targets.append(self.pool_used[pool])
         if not preemptible:
-            targets += [self.policy_np[(policy, pool)], self.policy_np[(policy, ALL_POOLS)]]
+            targets += [self.nonpreemptible_used[(policy, pool)], self.nonpreemptible_used[(policy, ALL_POOLS)]]
         unmetered = self.unmetered.get(pool, ())
         for key, amount in resources.items():
             if key in unmetered:
@@ -137,7 +147,7 @@ class Ledger:
         # The hot path of a pass: written out rather than composed from the checks below.
         used = self.pool_used[terms.pool]
         held = self.held.get(terms.pool) or {}
-        policy_used, policy_np, checks = self.policy_used, self.policy_np, terms.checks
+        policy_used, nonpreemptible_used, checks = self.policy_used, self.nonpreemptible_used, terms.checks
         for key, amount in resources.items():
             found = checks.get(key)
             if found is None:
@@ -150,7 +160,7 @@ class Ledger:
                     return False
             if not preemptible:
                 for usage_key, _, reserved in reservations:
-                    if policy_np[usage_key].get(key, 0) + amount > reserved:
+                    if nonpreemptible_used[usage_key].get(key, 0) + amount > reserved:
                         return False
         return True
 
@@ -170,34 +180,38 @@ class Ledger:
         return short
 
     def over_limit(self, terms: PoolTerms, resources: Vector) -> Breach | None:
-        """R-21: the first (key, scope, usage, limit) that granting would exceed, or None."""
+        """R-21: the first limit that granting would exceed, or None."""
         return _first_breach(terms, resources, self.policy_used, _LIMITS)
 
     def over_reserved(self, terms: PoolTerms, resources: Vector, preemptible: bool) -> Breach | None:
-        """R-22: for non-preemptible requests, the first (key, scope, np-usage, reserved) exceeded."""
-        return None if preemptible else _first_breach(terms, resources, self.policy_np, _RESERVED)
+        """R-22: for a non-preemptible request, the first reservation its policy's non-preemptible
+        usage would exceed, or None."""
+        return None if preemptible else _first_breach(terms, resources, self.nonpreemptible_used, _RESERVATIONS)
 
     def in_share(self, terms: PoolTerms, resources: Vector, request_id: int | None = None) -> bool:
         """R-32.2: usage + R ≤ effective reserved for every metered key at every scope."""
-        return self._breach(terms, resources, request_id, self.policy_used, _RESERVED) is None
+        return self._breach(terms, resources, request_id, self.policy_used, _RESERVATIONS) is None
 
-    def _breach(self, terms: PoolTerms, resources: Vector, request_id: int | None, usage_of, bounds: int):
+    def _breach(self, terms: PoolTerms, resources: Vector, request_id: int | None, usage_of,
+                bounds: Bounds) -> Breach | None:
         if request_id is None or request_id not in self.holds:
             return _first_breach(terms, resources, usage_of, bounds)
         with self.as_seen_by(request_id):
             return _first_breach(terms, resources, usage_of, bounds)
 
 
-_LIMITS, _RESERVED = 1, 2  # where PoolTerms.checks keeps each kind of bound
+Bounds = Callable[[KeyChecks], tuple[Check, ...]]  # which bounds of a key a breach is looked for in
+_LIMITS: Bounds = attrgetter("limits")
+_RESERVATIONS: Bounds = attrgetter("reservations")
 
 
-def _first_breach(terms: PoolTerms, resources: Vector, usage_of, bounds: int) -> Breach | None:
+def _first_breach(terms: PoolTerms, resources: Vector, usage_of, bounds: Bounds) -> Breach | None:
     checks = terms.checks
     for key, amount in resources.items():
         found = checks.get(key)
         if found is not None:
-            for usage_key, scope, bound in found[bounds]:
+            for usage_key, scope, bound in bounds(found):
                 usage = usage_of[usage_key].get(key, 0)
                 if usage + amount > bound:
-                    return key, scope, usage, bound
+                    return Breach(key, scope, usage, bound)
     return None

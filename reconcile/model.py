@@ -2,15 +2,14 @@
 
 Everything here is immutable; a pass never changes its input.
 
->>> from datetime import datetime, timezone
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> config = Config(
-...     pools=(Pool("dc", Vector.of(gpu=8)),),
-...     profiles=(Profile("job", Vector.of(gpu=1), dynamic=True, pools=("dc",), policies=("ml",)),),
-...     policies=(Policy("ml", priority=10, quotas=(Quota("dc", "gpu", reserved=4000, limit=8000),)),),
-... )
->>> config.queue_exists("ml", "job"), config.queue_exists("ml", "other")
+...     pools=(Pool("h100", Vector.of(gpu=8)), Pool("a100", Vector.of(gpu=4))),
+...     profiles=(Profile("train", Vector.of(gpu=4), pools=("h100", "a100"), policies=("research", "dev")),),
+...     policies=(Policy("research", priority=10), Policy("dev")))
+>>> config.queue_exists("dev", "train"), config.queue_exists("dev", "infer")
 (True, False)
+>>> config.policy_rank[("train", "dev")], config.execution_index[("a100", "train")]   # R-32.4, R-32.3
+(1, 0)
 """
 
 from __future__ import annotations
@@ -26,15 +25,24 @@ from .reasons import Reason
 ALL_POOLS = "*"  # the scope of a quota row that counts usage over every pool
 
 
+def scope_text(scope: str) -> str:
+    """A quota scope as a sentence names it: "on pool h100", or "across all pools" for ``*``."""
+    return "across all pools" if scope == ALL_POOLS else f"on pool {scope}"
+
+
 class State(enum.StrEnum):
-    PENDING = "pending"
-    ALLOCATED = "allocated"
-    PREEMPTING = "preempting"
-    RELEASED = "released"
-    PREEMPTED = "preempted"
-    REJECTED = "rejected"
-    CANCELLED = "cancelled"
-    EXPIRED = "expired"
+    """A request's state (§2): pending, two live ones, and five terminal ones. Each value is the
+    member's name in lower case (what ``enum.auto`` gives a StrEnum): "pending", "allocated", …
+    as the database stores them and the API shows them."""
+
+    PENDING = enum.auto()
+    ALLOCATED = enum.auto()
+    PREEMPTING = enum.auto()
+    RELEASED = enum.auto()
+    PREEMPTED = enum.auto()
+    REJECTED = enum.auto()
+    CANCELLED = enum.auto()
+    EXPIRED = enum.auto()
 
     @property
     def live(self) -> bool:
@@ -134,13 +142,6 @@ class Config:
             for place, profile in enumerate(listed + rest):
                 index[(pool_name, profile)] = place
         return index
-
-    @cached_property
-    def kept_terms(self) -> dict[tuple, object]:
-        """(policy, pool) → its quota.PoolTerms, and ("queue", policy, profile) → the queue's
-        connected pools with them: filled by quota.TermsCache as passes need them, and kept here
-        because a configuration is frozen and the service plans many passes with one."""
-        return {}
 
     @cached_property
     def policy_rank(self) -> dict[tuple[str, str], int]:

@@ -9,9 +9,6 @@ The phases, each deciding on the working copy the previous one left:
 4. preemption: each request still waiting looks for victims, in service order (R-40…R-45);
 5. reasons and positions for everything still pending (§9).
 
->>> from datetime import datetime, timezone
->>> from reconcile.model import Config, Pool, Policy, Profile, Quota
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> config = Config(
 ...     pools=(Pool("dc", Vector.of(gpu=8)),),
 ...     profiles=(Profile("job", Vector.of(gpu=1), dynamic=True, pools=("dc",), policies=("ml",)),),
@@ -23,7 +20,6 @@ The phases, each deciding on the working copy the previous one left:
 
 from __future__ import annotations
 
-import gc
 import heapq
 from collections import defaultdict
 from collections.abc import Callable
@@ -31,42 +27,39 @@ from operator import attrgetter
 
 from . import lifecycle
 from .borrowing import Allocation
+from .collector import collector_paused
 from .explain import explain_waiting
 from .groups import QueueGroup, by_submission, pool_queues, service_order
 from .ledger import Ledger
-from .model import ALLOCATED, PENDING, PREEMPTING, Request, Snapshot, State
-from .quantity import sum_resources
-from .ordering import service_key
+from .model import ALLOCATED, PENDING, PREEMPTING, WAITING_FOR_CAPACITY, Request, Snapshot, State
+from .ordering import ServiceKey, service_key
 from .plan import Decision, Plan
 from .preemption import Preemption
-from .quantity import Vector  # noqa: F401  (doctest)
-from .quota import Ineligible, TermsCache, judge_queue
+from .quantity import sum_resources
+from .quota import Ineligible, TermsCache, judge_queue, terms_for
 from .reasons import Reason
 from .transition import applied
 
 
-def plan(snapshot: Snapshot) -> Plan:
-    """Decide one pass. Pure: ``snapshot`` is read, never changed."""
-    # A pass allocates ~10^5 short-lived objects and no cycles; the cyclic collector would only
-    # rescan them (a fifth of the time at 10^5 requests), so it waits until the pass is done.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _Pass(snapshot).run()
-    finally:
-        if collecting:
-            gc.enable()
+def plan(snapshot: Snapshot, terms: TermsCache | None = None) -> Plan:
+    """Decide one pass. Pure: ``snapshot`` is read, never changed.
+
+    ``terms``: the TermsCache of ``snapshot.config`` that the caller keeps across passes on that
+    configuration; None builds the terms this pass needs afresh."""
+    with collector_paused():  # what it buys: reconcile/collector.py
+        return _Pass(snapshot, terms_for(snapshot.config, terms)).run()
 
 
 class _Pass:
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot, terms: TermsCache) -> None:
         self.snapshot, self.config, self.now = snapshot, snapshot.config, snapshot.now
-        self.terms = TermsCache(self.config)
+        self.terms = terms
         self.expiries: list[Decision] = []
         self.evictions: list[Decision] = []
         self.cancellations: list[Decision] = []
         self.rejections: list[Decision] = []
         self.grants: list[Decision] = []
+        self.released_holds: list[Decision] = []  # R-45 holds that no longer serve their preemptor
         self.victims_of: dict[int, list[int]] = {}  # preemptor → its victims in flight
 
     def run(self) -> Plan:
@@ -85,7 +78,8 @@ class _Pass:
         waiting = explain_waiting(ordered, pool_queues(ordered), self.ledger, self.victims_of, enabled)
         return Plan(
             self.now, tuple(self.expiries), tuple(self.evictions), tuple(self.cancellations),
-            tuple(self.rejections), tuple(self.grants), tuple(preemption.decisions), tuple(preemption.holds), waiting,
+            tuple(self.rejections), tuple(self.grants), tuple(preemption.decisions),
+            (*self.released_holds, *preemption.holds), waiting,
         )
 
     # --- 1. time ---------------------------------------------------------------------
@@ -147,17 +141,33 @@ class _Pass:
         return groups
 
     def _hold(self, group: QueueGroup, pool: str, victims: list[Request]) -> None:
-        """R-45: until it is granted, capacity stays held for a preemptor — while it can use it."""
+        """R-45: until it is granted, capacity stays held for a preemptor — while it can use it. A
+        void hold is released (its ``held_pool`` cleared), so it keeps nobody out."""
+        victims = [v for v in victims if v.pool == pool]
+        void = self._void_hold(group, pool, victims)
+        if void is None:
+            self.victims_of[group.holder] = [v.id for v in victims]
+            self.ledger.hold(group.holder, group.policy, pool, group.resources, group.preemptible,
+                             sum_resources(victims))
+            return
+        holder = group.members[0]
+        if holder.held_pool is not None:
+            self.released_holds.append(_decision(holder, State.PENDING, WAITING_FOR_CAPACITY,
+                                                 f"the capacity held for it on pool {pool} is free again: {void}"))
+
+    def _void_hold(self, group: QueueGroup, pool: str, victims: list[Request]) -> str | None:
+        """Why the hold on ``pool`` is void, or None while it serves its preemptor."""
         if pool not in group.pools:
-            return  # no longer eligible there (a provision changed it): the hold is void
+            return f"it is no longer eligible on pool {pool}"  # a provision changed it
         terms = group.terms[group.pools.index(pool)]
         if self.ledger.over_limit(terms, group.resources) or \
                 self.ledger.over_reserved(terms, group.resources, group.preemptible):
-            return  # its own policy stops it there: holding capacity would only waste it
-        victims = [v for v in victims if v.pool == pool]
-        self.victims_of[group.holder] = [v.id for v in victims]
-        self.ledger.hold(group.holder, group.policy, pool, group.resources, group.preemptible,
-                         sum_resources(victims))
+            return "its own policy stops it there"  # holding capacity would only waste it
+        if not victims and not self.ledger.fits(terms, group.resources, group.preemptible):
+            # R-40: with no victims in flight it may look for victims again, and until it finds
+            # some, a hold that cannot make it fit would only keep everyone else out.
+            return "its victims have left and it still does not fit"
+        return None
 
     def _verdict(self, request: Request, holder: int | None) -> QueueGroup | Ineligible:
         if not self.config.queue_exists(request.policy, request.profile):
@@ -196,7 +206,7 @@ class _Pass:
                 return True
         return False
 
-    def _evaluate(self, group: QueueGroup) -> tuple | None:
+    def _evaluate(self, group: QueueGroup) -> ServiceKey | None:
         """The service key of the group's oldest member at the first pool where it fits now (R-31).
 
         Fit only shrinks during the grant phase, so pools before ``cursor`` are not tried again."""
@@ -216,7 +226,7 @@ class _Pass:
     def _judge(self, group: QueueGroup, heap: list) -> None:
         self._push(group, self._evaluate(group), heap)
 
-    def _push(self, group: QueueGroup, key: tuple | None, heap: list) -> None:
+    def _push(self, group: QueueGroup, key: ServiceKey | None, heap: list) -> None:
         """Queue the group under ``key``, a lower bound of its key until it is judged again.
 
         Keys only grow while a group stays on its pool. They can shrink when it moves to a later
@@ -233,21 +243,22 @@ class _Pass:
         for topic in group.watching:
             self.watchers[topic].add(group)
 
-    def _watch_topics(self, group: QueueGroup, key: tuple) -> tuple[tuple[str, str], ...]:
+    def _watch_topics(self, group: QueueGroup, key: ServiceKey) -> tuple[tuple[str, str], ...]:
         """When the group's key could shrink, and what to watch for it (see ``_push``).
 
         Grants on its pool may push it to a later pool. Grants of its own policy elsewhere change
         only its ``*`` usage, which can stop it here yet let it fit on a later pool only if that
         pool does not meter the key; so the policy is watched just in that case."""
-        here, borrowing = group.cursor, key[1]
+        here = group.cursor
         better = [later for later in range(here + 1, len(group.pools))
                   if group.execution[later] < group.execution[here]
-                  or (borrowing and self.ledger.in_share(group.terms[later], group.resources))]
+                  or (key.borrows and self.ledger.in_share(group.terms[later], group.resources))]
         if not better:
             return ()
         topics = [("pool", group.pools[here])]
         global_keys = group.terms[here].global_keys(group.preemptible)
-        if any(not group.terms[later].metered(key) for later in better for key in global_keys & group.resources.keys()):
+        if any(not group.terms[later].metered(resource) for later in better
+               for resource in global_keys & group.resources.keys()):
             topics.append(("policy", group.policy))
         return tuple(topics)
 
@@ -270,7 +281,8 @@ def _submission_order(pending: list[Request]) -> Callable[[Request], object]:
     """A sort key for R-32.5 (submission, then id) on members listed in ``pending``'s order.
 
     A stable sort keeps that order among equal submission times, so when ``pending`` lists ids in
-    ascending order (the service loads requests by id) the time alone gives the same order, and
-    compares one value instead of a pair."""
+    ascending order the time alone gives the same order, and compares one value instead of a pair.
+    The service's loader reads requests in id order (poolweb/sql.py); a snapshot promises no order,
+    so it is checked here, once per pass."""
     ids = list(map(_ID, pending))
     return _SUBMITTED_AT if ids == sorted(ids) else by_submission

@@ -16,13 +16,13 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from .borrowing import borrowing_keys
 from .groups import QueueGroup
 from .ledger import Ledger
 from .model import ALLOCATED, Config, Request, State
-from .ordering import micros, victim_key
+from .ordering import VictimKey, micros, victim_key
 from .plan import Decision
 from .quantity import sum_resources
 from .quota import TermsCache
@@ -57,6 +57,16 @@ def choose_victims(
     return kept[::-1]
 
 
+class _Preemptible(NamedTuple):
+    """A preemptible allocation on a pool, prepared for the preemptors that look for victims there."""
+
+    priority: int  # of its policy
+    victim: Request
+    borrowed: set[str]  # the keys of which it holds borrowed units
+    key_if_borrowing: VictimKey  # its R-42 key where it borrows a key the preemptor lacks
+    key_if_in_share: VictimKey  # and where it does not
+
+
 class Preemption:
     """Each request that fits nowhere and has no victims in flight looks for victims (R-40).
 
@@ -74,7 +84,7 @@ class Preemption:
         self.by_policy: defaultdict[str, list[Request]] = defaultdict(list)
         # pool → (priority, victim) of its preemptible allocations; sorted and timed on first use
         self.on_pool: defaultdict[str, list] = defaultdict(list)
-        self.sorted: dict[str, list[tuple[int, Request, set[str], tuple, tuple]]] = {}  # see _on
+        self.sorted: dict[str, list[_Preemptible]] = {}  # see _on
         self.lowest: dict[str, int] = {}  # pool → lowest priority among its preemptible allocations
         priority_of = {policy.name: policy.priority for policy in config.policies}
         for request in live:
@@ -98,7 +108,7 @@ class Preemption:
                 continue  # the rest of the group cannot find victims either
             if index + 1 < len(members):
                 after = members[index + 1]
-                heapq.heappush(heap, (key[:4] + (after.submitted_at, after.id), index + 1, group))
+                heapq.heappush(heap, (key.of_member(after.submitted_at, after.id), index + 1, group))
 
     def _find_victims(self, group: QueueGroup, preemptor: Request) -> bool:
         ledger, resources = self.ledger, group.resources
@@ -137,18 +147,17 @@ class Preemption:
         found.sort(key=_first)
         return [victim for _, victim in found]
 
-    def _on(self, pool: str) -> list[tuple[int, Request, set[str], tuple, tuple]]:
-        """The pool's preemptible allocations, lowest priority first, prepared for the pools where
-        someone looks for victims: (priority, victim, keys it holds borrowed units of, and its
-        R-42 key when it borrows a key the preemptor lacks and when it does not)."""
+    def _on(self, pool: str) -> list[_Preemptible]:
+        """The pool's preemptible allocations, lowest priority first; prepared only for the pools
+        where someone looks for victims."""
         found = self.sorted.get(pool)
         if found is None:
             found = self.sorted[pool] = []
             for priority, victim in sorted(self.on_pool[pool], key=_first):
                 allocated = micros(victim.allocated_at)
-                found.append((priority, victim, self._borrowing(victim.policy)[victim.id],
-                              victim_key(priority, True, allocated, victim.id),
-                              victim_key(priority, False, allocated, victim.id)))
+                found.append(_Preemptible(priority, victim, self._borrowing(victim.policy)[victim.id],
+                                          victim_key(priority, True, allocated, victim.id),
+                                          victim_key(priority, False, allocated, victim.id)))
         return found
 
     def _borrowing(self, policy: str) -> dict[int, set[str]]:

@@ -6,10 +6,6 @@ no longer be eligible (R-15), granted and preempted; and usage per policy, scope
 and after. A configuration that removes a pool, profile or policy still holding live
 allocations cannot be provisioned (R-57): the preview names them.
 
->>> from datetime import datetime, timezone
->>> from reconcile.model import Config, Policy, Pool, Profile, Request, State
->>> from reconcile.quantity import Vector
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> old = Config((Pool("a", Vector.of(gpu=1)),), (Profile("one", Vector.of(gpu=1), pools=("a",), policies=("t",)),), (Policy("t"),))
 >>> running = Request(1, "t", "one", Vector.of(gpu=1), t0, state=State.ALLOCATED, pool="a", allocated_at=t0)
 >>> [r.message for r in preview(Snapshot(t0, old, (running,)), Config(policies=(Policy("t"),))).refusals]
@@ -25,6 +21,7 @@ from dataclasses import dataclass, replace
 from .model import Config, Request, Snapshot
 from .plan import Plan
 from .planner import plan
+from .quota import TermsCache
 from .report import UsageRow, usage_report
 from .transition import carry_out
 
@@ -69,14 +66,17 @@ def refused_removals(requests: Iterable[Request], config: Config) -> tuple[Refus
                  for (kind, name), ids in sorted(missing.items(), key=lambda item: (order[item[0][0]], item[0][1])))
 
 
-def preview(snapshot: Snapshot, config: Config) -> Preview:
-    """Provisioning ``config`` on top of ``snapshot``, without changing anything."""
-    proposed = replace(snapshot, config=config)
-    decided = plan(proposed)
+def preview(snapshot: Snapshot, config: Config, terms: TermsCache | None = None) -> Preview:
+    """Provisioning ``config`` on top of ``snapshot``, without changing anything.
+
+    ``terms``: a TermsCache of ``snapshot.config`` (the live one) the caller keeps; the proposed
+    ``config`` gets a fresh one, shared by its plan and its usage."""
+    proposed, proposed_terms = replace(snapshot, config=config), TermsCache(config)
+    decided = plan(proposed, proposed_terms)
     after = carry_out(proposed, decided)
     return Preview(
         refusals=refused_removals(snapshot.requests, config),
         plan=decided,
-        usage_before=tuple(usage_report(snapshot.config, snapshot.requests)),
-        usage_after=tuple(usage_report(config, after.requests)),
+        usage_before=tuple(usage_report(snapshot.config, snapshot.requests, terms)),
+        usage_after=tuple(usage_report(config, after.requests, proposed_terms)),
     )

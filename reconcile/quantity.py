@@ -80,6 +80,11 @@ def format_quantity(milli: int) -> int | Decimal:
     return (Decimal(milli) / MILLI).normalize()
 
 
+def quantity_text(milli: int) -> str:
+    """Milli-units as a sentence shows them: ``quantity_text(2000)`` is "2", ``quantity_text(500)`` "0.5"."""
+    return str(format_quantity(milli))
+
+
 def check_key(key: Any) -> str:
     if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
         raise QuantityError("resource keys match ^[a-z][a-z0-9_.-]{0,63}$")
@@ -183,3 +188,6 @@ class Vector(dict):
 
     def __str__(self) -> str:
         return ", ".join(f"{k}={format_quantity(v)}" for k, v in sorted(self.items()))
+
+
+STEP_RUN = Vector({"step_run": MILLI})  # the one job slot the server adds to every request (§1)

@@ -5,8 +5,6 @@ rows with scope P or ``*``. With no row stating a limit the limit is the pool's 
 implicit: pool room already checks it); with none stating a reservation the reservation is 0.
 A ``*`` row of ``reserved 8, limit 16`` and a ``h100`` row of ``limit 8`` give gpu on h100:
 
->>> from reconcile.model import Pool, Policy, Quota
->>> from reconcile.quantity import Vector
 >>> dev = Policy("dev", quotas=(Quota("*", "gpu", 8000, 16000), Quota("h100", "gpu", None, 8000)))
 >>> terms = pool_terms(dev, Pool("h100", Vector.of(gpu=8, mcpu=64)))
 >>> terms.keys["gpu"].limits, terms.keys["gpu"].reserved
@@ -24,13 +22,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from .model import ALL_POOLS, Config, Policy, Pool, Quota  # noqa: F401  (doctest)
-from .quantity import UNMETERED_BY_DEFAULT, Vector, format_quantity
+from .model import ALL_POOLS, Config, Policy, Pool, scope_text
+from .quantity import UNMETERED_BY_DEFAULT, Vector, quantity_text
 from .reasons import Reason
 
 Bound = tuple[str, int]  # (scope, milli-units)
-Check = tuple[tuple[str, str], str, int]  # ((policy, scope), scope, milli-units)
+
+
+class Check(NamedTuple):
+    """One bound of a fit check, with the key of the ledger's usage it bounds made once."""
+
+    usage_key: tuple[str, str]  # (policy, scope)
+    scope: str
+    bound: int  # milli-units
+
+
+class KeyChecks(NamedTuple):
+    """What a request's amount of one metered key is checked against on a pool (R-20…R-22)."""
+
+    capacity: int
+    limits: tuple[Check, ...]
+    reservations: tuple[Check, ...]  # for non-preemptible requests, and to tell in share (R-32.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,13 +65,13 @@ class PoolTerms:
     # Per metered key, the most one request may ask for: capacity and every limit (R-11, R-12),
     # and for a non-preemptible one every reservation too (R-13). See ``eligible``.
     most: dict[str, int] = field(init=False, repr=False, compare=False)
-    most_np: dict[str, int] = field(init=False, repr=False, compare=False)
-    # Per metered key: capacity, limits and reservations, each bound as ((policy, scope), scope,
-    # bound) with the ledger's usage key made once, for the fit checks of a pass (ledger.py).
-    checks: dict[str, tuple[int, tuple[Check, ...], tuple[Check, ...]]] = field(init=False, repr=False, compare=False)
+    most_nonpreemptible: dict[str, int] = field(init=False, repr=False, compare=False)
+    # Per metered key, its bounds with the ledger's usage keys made once, for the fit checks of a
+    # pass (ledger.py).
+    checks: dict[str, KeyChecks] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        most, most_np, checks, policy = {}, {}, {}, self.policy
+        most, most_nonpreemptible, checks, policy = {}, {}, {}, self.policy
         for key, terms in self.keys.items():
             bound = terms.capacity
             for _, limit in terms.limits:
@@ -65,11 +79,12 @@ class PoolTerms:
             most[key] = bound
             for _, reserved in terms.reserved:
                 bound = min(bound, reserved)
-            most_np[key] = bound
-            checks[key] = (terms.capacity, tuple([((policy, scope), scope, limit) for scope, limit in terms.limits]),
-                           tuple([((policy, scope), scope, reserved) for scope, reserved in terms.reserved]))
+            most_nonpreemptible[key] = bound
+            checks[key] = KeyChecks(
+                terms.capacity, tuple([Check((policy, scope), scope, limit) for scope, limit in terms.limits]),
+                tuple([Check((policy, scope), scope, reserved) for scope, reserved in terms.reserved]))
         object.__setattr__(self, "most", most)
-        object.__setattr__(self, "most_np", most_np)
+        object.__setattr__(self, "most_nonpreemptible", most_nonpreemptible)
         object.__setattr__(self, "checks", checks)
 
     def metered(self, key: str) -> bool:
@@ -107,29 +122,49 @@ Connected = tuple[tuple[str, PoolTerms], ...]  # a queue's pools in precedence o
 
 
 class TermsCache:
-    """PoolTerms per (policy, pool), built on first use (a pass touches few of the pairs) and kept
-    with the configuration (Config.kept_terms), so later passes on it find them made."""
+    """The terms of one configuration: PoolTerms per (policy, pool) and each queue's connected
+    pools, built on first use (a pass touches few of the pairs).
+
+    An explicit cache, because a configuration is a frozen value: whoever plans many passes on one
+    configuration keeps one beside it and passes it in (``plan(snapshot, terms)``), so later passes
+    find the terms made. Every entry is a pure function of the configuration, so two threads
+    filling it at once can only build one entry twice.
+
+    >>> terms = TermsCache(Config((Pool("h100", Vector.of(gpu=8)),), policies=(Policy("dev"),)))
+    >>> terms("dev", "h100") is terms("dev", "h100")   # built once
+    True
+    """
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self._kept = config.kept_terms
+        self._terms: dict[tuple[str, str], PoolTerms] = {}  # (policy, pool) → its terms
+        self._queues: dict[tuple[str, str], Connected] = {}  # (policy, profile) → see ``connected``
 
     def __call__(self, policy: str, pool: str) -> PoolTerms:
-        found = self._kept.get((policy, pool))
+        found = self._terms.get((policy, pool))
         if found is None:
-            found = self._kept[(policy, pool)] = pool_terms(self.config.policy[policy], self.config.pool[pool])
+            found = self._terms[(policy, pool)] = pool_terms(self.config.policy[policy], self.config.pool[pool])
         return found
 
     def connected(self, policy: str, profile: str) -> Connected:
         """The profile's known pools in precedence order, each with the policy's terms there;
         memoised, as a queue's requests come in many shapes."""
-        found = self._kept.get(("queue", policy, profile))
+        found = self._queues.get((policy, profile))
         if found is None:
             config = self.config
             pools = config.profile[profile].pools if profile in config.profile else ()
-            found = self._kept[("queue", policy, profile)] = tuple(
+            found = self._queues[(policy, profile)] = tuple(
                 (pool, self(policy, pool)) for pool in pools if pool in config.pool)
         return found
+
+
+def terms_for(config: Config, kept: TermsCache | None) -> TermsCache:
+    """``kept`` when it was made for ``config``; None: a fresh cache, for this use alone."""
+    if kept is None:
+        return TermsCache(config)
+    if kept.config != config:  # identical configurations compare at once
+        raise ValueError("this TermsCache was made for another configuration")
+    return kept
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,15 +189,16 @@ def ineligibility(terms: PoolTerms, resources: Vector, preemptible: bool) -> Ine
         if terms.metered(key) and amount > terms.keys[key].capacity:
             return Ineligible(
                 Reason.EXCEEDS_POOL_CAPACITY,
-                f"{_q(amount)} {key} exceeds the capacity of pool {pool} ({_q(terms.keys[key].capacity)})",
+                f"{quantity_text(amount)} {key} exceeds the capacity of pool {pool} "
+                f"({quantity_text(terms.keys[key].capacity)})",
             )
     for key in keys:  # R-12
         for scope, limit in terms.keys[key].limits if terms.metered(key) else ():
             if resources[key] > limit:
                 return Ineligible(
                     Reason.EXCEEDS_LIMIT,
-                    f"{_q(resources[key])} {key} exceeds the limit of policy {terms.policy} "
-                    f"({_q(limit)} {key} {_scope(scope)})",
+                    f"{quantity_text(resources[key])} {key} exceeds the limit of policy {terms.policy} "
+                    f"({quantity_text(limit)} {key} {scope_text(scope)})",
                 )
     if not preemptible:  # R-13
         for key in keys:
@@ -170,8 +206,8 @@ def ineligibility(terms: PoolTerms, resources: Vector, preemptible: bool) -> Ine
                 if resources[key] > reserved:
                     return Ineligible(
                         Reason.EXCEEDS_RESERVED,
-                        f"a non-preemptible request of {_q(resources[key])} {key} exceeds the "
-                        f"reservation of policy {terms.policy} ({_q(reserved)} {key} {_scope(scope)})",
+                        f"a non-preemptible request of {quantity_text(resources[key])} {key} exceeds the "
+                        f"reservation of policy {terms.policy} ({quantity_text(reserved)} {key} {scope_text(scope)})",
                     )
     return None
 
@@ -184,7 +220,7 @@ def eligible(terms: PoolTerms, resources: Mapping[str, int], preemptible: bool) 
     >>> eligible(ml, Vector.of(gpu=4, step_run=1), True), eligible(ml, Vector.of(gpu=4), False)
     (True, False)
     """
-    most = terms.most if preemptible else terms.most_np
+    most = terms.most if preemptible else terms.most_nonpreemptible
     for key, amount in resources.items():
         bound = most.get(key)
         if bound is None:
@@ -217,11 +253,3 @@ def judge_queue(terms: TermsCache, policy: str, profile: str, resources: Vector,
         return found, None
     # Eligible nowhere: the most preferred pool is the first that fails.
     return (), ineligibility(pools[0][1], resources, preemptible)
-
-
-def _q(milli: int) -> str:
-    return str(format_quantity(milli))
-
-
-def _scope(scope: str) -> str:
-    return "across all pools" if scope == ALL_POOLS else f"on pool {scope}"

@@ -50,4 +50,3 @@ _SEVERITY = (
     Reason.WAITING_FOR_CAPACITY,
 )
 SEVERITY = {reason: place for place, reason in enumerate(_SEVERITY)}
-

@@ -4,10 +4,6 @@ This is what ``GET /policies`` shows and what a preview compares before and afte
 ``*`` sums every pool. Borrowed units come from the oldest-first walk of borrowing.py, so the
 rows of S-2 (``dc:gpu 4/8``, one allocation of 6 gpu) read:
 
->>> from datetime import datetime, timezone
->>> from reconcile.model import Config, Policy, Pool, Quota, Request, State
->>> from reconcile.quantity import Vector
->>> t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 >>> config = Config(pools=(Pool("dc", Vector.of(gpu=8)),), policies=(Policy("ml", quotas=(Quota("dc", "gpu", 4000, 8000),)),))
 >>> live = [Request(1, "ml", "job", Vector.of(gpu=6), t0, state=State.ALLOCATED, pool="dc", allocated_at=t0)]
 >>> [(u.scope, u.usage, u.reserved, u.limit, u.borrowed) for u in usage_report(config, live)]
@@ -22,7 +18,7 @@ from dataclasses import dataclass
 
 from .borrowing import borrowed_units
 from .model import ALL_POOLS, Config, Request
-from .quota import TermsCache
+from .quota import TermsCache, terms_for
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +37,12 @@ class UsageRow:
         return self.limit is not None and self.usage > self.limit
 
 
-def usage_report(config: Config, requests: Iterable[Request]) -> list[UsageRow]:
-    """One row per policy of ``config`` × scope × key that has a quota row or live usage."""
+def usage_report(config: Config, requests: Iterable[Request], terms: TermsCache | None = None) -> list[UsageRow]:
+    """One row per policy of ``config`` × scope × key that has a quota row or live usage.
+
+    ``terms``: a TermsCache of ``config`` the caller keeps; None builds what is needed afresh."""
     live = [r for r in requests if r.state.live and r.pool is not None]
-    terms = TermsCache(config)
+    terms = terms_for(config, terms)
     usage: defaultdict[tuple[str, str, str], int] = defaultdict(int)
     borrowed: defaultdict[tuple[str, str, str], int] = defaultdict(int)
     unmetered = config.unmetered
@@ -70,7 +68,7 @@ def usage_report(config: Config, requests: Iterable[Request]) -> list[UsageRow]:
     return rows
 
 
-def row_order(row: tuple[str, str, str]) -> tuple:
+def row_order(row: tuple[str, str, str]) -> tuple[str, bool, str, str]:
     """The order of usage rows (policy, scope, key): by policy, ``*`` first, then pools and keys by name."""
     policy, scope, key = row
     return (policy, scope != ALL_POOLS, scope, key)

@@ -13,7 +13,6 @@ to resource keys (api.md §2, spec §1).
 Both readers return milli-units and *keep explicit zeros*, so that a key given as 0 still
 overrides the profile's default for it (the service merges, then drops zeros):
 
->>> from reconcile.quantity import Vector
 >>> converted = resources_from_settings({"gpu_count": 2, "cpu_count": 4, "memory": "16GiB",
 ...                                      "pool_resources": {"tensorrt_sessions": 1}})
 >>> Vector(converted).to_json()
@@ -45,11 +44,10 @@ from typing import Any
 
 from .document import MAX_KEYS, child
 from .document_checks import json_type, show
-from .quantity import KEY_PATTERN, MAX_QUANTITY, MILLI, QuantityError, parse_quantity
+from .quantity import KEY_PATTERN, MAX_QUANTITY, MILLI, STEP_RUN, QuantityError, parse_quantity
 
 __all__ = ["MAX_KEYS", "ResourceError", "child", "read_resources", "resources_from_settings"]
 
-SERVER_KEY = "step_run"
 SETTINGS_FIELDS = ("gpu_count", "cpu_count", "memory", "pool_resources")
 MEMORY_UNITS = {
     "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15,
@@ -82,7 +80,7 @@ def read_resources(raw: Any, path: str = "resources") -> dict[str, int]:
             raise ResourceError(at, "invalid_key",
                                 f"{show(key)} is not a resource key: keys match {KEY_PATTERN.pattern}")
         milli[key] = _quantity(value, at, key)
-        if key == SERVER_KEY and milli[key] != MILLI:
+        if key in STEP_RUN and milli[key] != STEP_RUN[key]:  # the server's key: only its own value
             raise ResourceError(at, "read_only", "step_run is set by the server to 1 for every request")
     return milli
 

@@ -20,8 +20,10 @@ from poolweb.api.admin_only import BAD_REQUEST, NO_DRAFT, TAG, AdminView
 from poolweb.api.errors import DetailSchema, IssueSchema, VerdictSchema, issue_data
 from poolweb.api.fields import QuantityInput, StrictBody, StrictBooleanField, StrictCharField
 from poolweb.api.preview import DraftPreviewView
+from poolweb.api.versions import BASE_VERSION, STALE, base_version_param, stale_response
 from poolweb.selectors import versions as selectors
 from poolweb.services import config as services
+from poolweb.services.draft_base import DraftStale
 
 
 
@@ -99,6 +101,8 @@ class ProvisionResult(serializers.Serializer):
 class ProvisionInput(StrictBody):
     comment = StrictCharField(required=False, allow_blank=True, trim_whitespace=False,
                               max_length=services.MAX_COMMENT, default="")
+    confirm_stale = StrictBooleanField(required=False, default=False,
+                                       help_text="provision even if the draft's base version is no longer live")
 
 
 class ManagementState(StrictBody):
@@ -126,13 +130,14 @@ class DraftView(AdminView):
         return Response(selectors.draft_get())
 
     @extend_schema(tags=[TAG], operation_id="config_draft_update", request=DraftDocument,
-                   responses={200: DraftDocument, 400: BAD_REQUEST},
+                   parameters=[BASE_VERSION], responses={200: DraftDocument, 400: BAD_REQUEST},
                    summary="Replace the draft; saved even when invalid, 400 only when malformed",
                    description="Malformed: not an object, wrong types, unreadable quantities, unknown fields, "
                                "over-long text. A semantically invalid draft (unknown references, a profile "
                                "without connection…) is saved; validate tells what provision would refuse.")
     def put(self, request):
-        return Response(services.draft_save(document=request.data, user=request.user))
+        return Response(services.draft_save(document=request.data, user=request.user,
+                                            base_version=base_version_param(request)))
 
     @extend_schema(tags=[TAG], operation_id="config_draft_destroy", responses={204: None},
                    summary="Discard the draft (idempotent)")
@@ -155,12 +160,16 @@ class DraftValidateView(AdminView):
 
 class DraftProvisionView(AdminView):
     @extend_schema(tags=[TAG], operation_id="config_draft_provision", request=ProvisionInput,
-                   responses={200: ProvisionResult, 400: BAD_REQUEST, 404: NO_DRAFT},
+                   responses={200: ProvisionResult, 400: BAD_REQUEST, 404: NO_DRAFT, 409: STALE},
                    summary="Validate and publish the draft as the next version, then discard the draft")
     def post(self, request):
         body = ProvisionInput(data=request.data)
         body.is_valid(raise_exception=True)
-        version = services.draft_provision(user=request.user, comment=body.validated_data["comment"])
+        try:
+            version = services.draft_provision(user=request.user, comment=body.validated_data["comment"],
+                                               confirm_stale=body.validated_data["confirm_stale"])
+        except DraftStale as stale:
+            return stale_response(stale)
         return Response({"version": version.number})
 
 

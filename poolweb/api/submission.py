@@ -19,7 +19,8 @@ from poolweb.services.requests import MAX_RETRIES, Submission
 from poolweb.services.validation import storable
 from reconcile import Config, Profile, Vector, lifecycle
 from reconcile.document import Issue
-from reconcile.document_checks import STEP_RUN, json_type, show
+from reconcile import STEP_RUN
+from reconcile.document_checks import json_type, show
 from reconcile.resource_settings import ResourceError, child, read_resources, resources_from_settings
 
 FIELDS = ("policy", "profile", "resources", "resource_settings", "preemptible", "max_retries", "lease_seconds",

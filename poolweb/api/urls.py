@@ -5,6 +5,7 @@ from django.urls import include, path
 urlpatterns = [
     path("", include("poolweb.api.index")),
     path("", include("poolweb.api.config")),
+    path("", include("poolweb.api.versions")),
     path("", include("poolweb.api.requests")),
     path("", include("poolweb.api.live")),
     path("", include("poolweb.api.tokens")),

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
-from poolweb import sql
 from poolweb.models import Event
+from poolweb.selectors.events import newest_seq
 
 
 @dataclass(frozen=True)
@@ -43,14 +43,6 @@ class OutboxEvent:
     seq: int
     owner_id: int | None
     text: str
-
-
-def newest_seq() -> int:
-    """The newest seq handed out: "now" for a client that starts, the point a resume is measured
-    against. The newest kept row's; when none is kept (a new install, or every row deleted by
-    hand), the table's sequence, so that rows written later never look like missed ones."""
-    newest = Event.objects.order_by("-seq").values_list("seq", flat=True).first()
-    return newest if newest is not None else sql.sequence_high_water()
 
 
 def events_after(seq: int, limit: int, viewer: Viewer | None = None) -> list[OutboxEvent]:

@@ -60,10 +60,10 @@ class Health:
 
 
 def check_stored_state(now: datetime) -> StateCheck:
-    snapshot = load_pass_input(now).snapshot
-    version = live_version()
-    baseline = _before(snapshot, version.created_at) if version is not None else None
-    first = plan(snapshot)
+    snapshot, version, _ = load_pass_input(now)
+    provisioned = live_version()
+    baseline = _before(snapshot, provisioned.created_at) if provisioned is not None else None
+    first = plan(snapshot, version.terms)
     violations = check_state(snapshot, baseline) + check_preemptions(snapshot, first) + \
         check_idempotent(snapshot, first)
     pending = sum(r.state is State.PENDING for r in snapshot.requests)

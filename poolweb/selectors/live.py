@@ -20,7 +20,7 @@ from django.db.models import Count, F, QuerySet
 
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
-from poolweb.selectors.versions import live_config
+from poolweb.selectors.versions import Prepared, live_config, live_prepared
 from reconcile import ALL_POOLS, Config, Request, State
 from reconcile.document import NAME_PATTERN
 from reconcile.quantity import unmetered_keys
@@ -158,19 +158,20 @@ def policy_states(names: Collection[str] | None = None) -> list[PolicyState]:
     if names is not None:
         live_rows = live_rows.filter(policy__in=names)
     live = [to_engine(row) for row in live_rows.values_list(*SNAPSHOT_FIELDS)]
-    return policy_states_of(live_config(), live, _pending_by_policy_and_pool(names), names)
+    return policy_states_of(live_prepared(), live, _pending_by_policy_and_pool(names), names)
 
 
-def policy_states_of(config: Config, live: list[Request], pending: Mapping[tuple[str, str], int],
+def policy_states_of(version: Prepared, live: list[Request], pending: Mapping[tuple[str, str], int],
                      names: Collection[str] | None = None) -> list[PolicyState]:
-    """``policy_states`` of values at hand: the live requests, and the pending count per
-    (policy, queue pool) and per (policy, "*")."""
+    """``policy_states`` of values at hand: the live version, the live requests, and the pending
+    count per (policy, queue pool) and per (policy, "*")."""
+    config, terms = version
     running: Counter[tuple[str, str]] = Counter()
     for request in live:
         running[(request.policy, request.pool)] += 1
         running[(request.policy, ALL_POOLS)] += 1
     rows_of: defaultdict[str, list[ScopeUsage]] = defaultdict(list)
-    for row in usage_report(config, live):
+    for row in usage_report(config, live, terms):
         at = (row.policy, row.scope)
         rows_of[row.policy].append(ScopeUsage(row.scope, row.key, row.usage, row.reserved, row.limit, row.borrowed,
                                               pending.get(at, 0), running[at]))

@@ -113,8 +113,12 @@ def prepared(version: ConfigVersion | None) -> Prepared:
     return PREPARED.of(version) if version is not None else EMPTY
 
 
+def live_prepared() -> Prepared:
+    return prepared(live_version())
+
+
 def live_config() -> Config:
-    return prepared(live_version()).config
+    return live_prepared().config
 
 
 def config_from_rows(version: ConfigVersion) -> Config:

@@ -22,8 +22,10 @@ from poolweb.models import (
     ConfigVersion, Connection, Draft, Policy as PolicyRow, Pool as PoolRow, Profile as ProfileRow, Queue,
     Quota as QuotaRow,
 )
+from poolweb.selectors.drafts import live_number
 from poolweb.selectors.versions import ConfigNotFound, draft_get, live_version, version_get
 from poolweb.services import events
+from poolweb.services.draft_base import base_version_errors, refuse_stale
 from poolweb.services.payloads import json_ready, moment
 from poolweb.services.site import site_locked
 from poolweb.services.triggers import reconcile_soon
@@ -69,12 +71,15 @@ def config_provision_document(*, document: Any, author=None, author_name: str = 
     return version
 
 
-def draft_provision(*, user, comment: str = "") -> ConfigVersion:
-    """Provision the draft and discard it, in one transaction (S-12 step 3 and 4)."""
+def draft_provision(*, user, comment: str = "", confirm_stale: bool = False) -> ConfigVersion:
+    """Provision the draft and discard it, in one transaction (S-12 step 3 and 4); ``DraftStale``
+    when it was made from a version no longer live and ``confirm_stale`` is false."""
     with transaction.atomic():
         draft = Draft.objects.select_for_update().filter(pk=1).first()
         if draft is None:
             raise ConfigNotFound("there is no draft")
+        site_locked()  # the live version stays put from the check to the publish
+        refuse_stale(draft, confirmed=confirm_stale)
         version = _provision(document=draft.document, author=user, comment=comment)
         draft.delete()
     _reconcile_after_change()
@@ -82,17 +87,19 @@ def draft_provision(*, user, comment: str = "") -> ConfigVersion:
 
 
 @transaction.atomic
-def draft_save(*, document: Any, user) -> dict:
-    """Replace the draft; ``ConfigInvalid`` only when ``document`` is malformed. A ``version``
-    field is dropped: it is read-only and a draft has none."""
+def draft_save(*, document: Any, user, base_version: int | None = None) -> dict:
+    """Replace the draft; ``ConfigInvalid`` only when ``document`` is malformed or
+    ``base_version`` (the live version it was made from, services.draft_base) is unknown. A
+    ``version`` field is dropped: it is read-only and a draft has none."""
     document = _without_version(document)
-    errors = malformed_errors(document)
+    errors = malformed_errors(document) + base_version_errors(base_version)
     if errors:
         raise ConfigInvalid(errors)
     existing = Draft.objects.select_for_update().filter(pk=1).first()
     live = live_version()
     based_on = existing.based_on if existing else (live.number if live else None)
     Draft.objects.update_or_create(pk=1, defaults={"document": document, "based_on": based_on,
+                                                   "base_version": base_version,
                                                    "updated_by": user, "updated_at": timezone.now()})
     return document
 
@@ -104,9 +111,11 @@ def draft_delete() -> None:
 
 @transaction.atomic
 def version_restore(*, number: int, user) -> dict:
-    """Copy version ``number`` into the draft (rollback = restore + provision)."""
+    """Copy version ``number`` into the draft (rollback = restore + provision), made from the
+    version live now."""
     version = version_get(number)
     Draft.objects.update_or_create(pk=1, defaults={"document": version.document, "based_on": version.number,
+                                                   "base_version": live_number(),
                                                    "updated_by": user, "updated_at": timezone.now()})
     return version.document
 

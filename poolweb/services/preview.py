@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from django.utils import timezone
 
 from poolweb.models import Request as RequestRow
-from poolweb.selectors.snapshot import load_snapshot
+from poolweb.selectors.snapshot import load_pass_input
 from poolweb.selectors.versions import draft_get
 from poolweb.services.validation import refusal_errors, validate_document
 from reconcile import Request
@@ -33,8 +33,8 @@ def draft_preview() -> DraftPreview:
     checked = validate_document(draft_get())
     if checked.config is None:
         return DraftPreview(checked.errors)
-    snapshot = load_snapshot(timezone.now())
-    result = preview(snapshot, checked.config)
+    snapshot, live, _ = load_pass_input(timezone.now())
+    result = preview(snapshot, checked.config, live.terms)
     decided = result.plan
     moved = {d.request_id for group in (decided.grants, decided.preemptions, decided.rejections,
                                         decided.cancellations) for d in group}

@@ -20,11 +20,9 @@ rules above are what keep the plan honest.
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -35,10 +33,12 @@ from poolweb import sql
 from poolweb.models import LiveChange, PassRecord, Request as RequestRow
 from poolweb.selectors.live import PolicyState, PoolState, policy_states_of, pool_states_of
 from poolweb.selectors.snapshot import NO_WAIT, StoredWait, load_pass_input
+from poolweb.selectors.versions import Prepared
 from poolweb.services import events
 from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.site import site_locked
-from reconcile import ALL_POOLS, Config, Plan, Request, Snapshot, State, plan
+from reconcile import ALL_POOLS, Plan, Request, Snapshot, State, plan
+from reconcile.collector import collector_paused
 
 log = logging.getLogger(__name__)
 
@@ -98,21 +98,21 @@ def reconcile_pass(*, now: datetime | None = None, dry_run: bool = False, trigge
 
 def _pass(now: datetime | None, dry_run: bool, trigger: str) -> PassResult:
     started = time.perf_counter()
-    with site_locked() as state, _collector_paused():
+    with site_locked() as state, collector_paused():
         now = now or timezone.now()  # under the lock: a pass that waited behind another is not in the past
         # Read before the snapshot: a change committed after this read leaves its row to the next pass.
         live_changes = [] if dry_run else list(LiveChange.objects.values_list("id", "pool", "policy"))
-        snapshot, _, waits = load_pass_input(now, state)
-        decided = plan(snapshot)
+        snapshot, version, waits = load_pass_input(now, state)
+        decided = plan(snapshot, version.terms)
         writes = Writes() if dry_run else planned_writes(snapshot, waits, decided)
         for change_id, pool, policy in live_changes:
             writes.live_changes.append(change_id)
             writes.pools.update([pool] if pool else [])
             writes.policies.add(policy)
         if writes.fields or writes.pools or writes.policies:
-            _prepare_events(snapshot.config, decided, writes)  # outside the write lock
+            _prepare_events(version, decided, writes)  # outside the write lock
             with transaction.atomic():  # on SQLite the write lock, from here to the commit only
-                apply_plan(snapshot, decided, writes)
+                apply_plan(version, decided, writes)
                 result = _result(snapshot, decided, writes, started)
                 if writes.fields or writes.conflicts:
                     _record(result, now, trigger)
@@ -120,20 +120,7 @@ def _pass(now: datetime | None, dry_run: bool, trigger: str) -> PassResult:
     return _result(snapshot, decided, writes, started)
 
 
-@contextmanager
-def _collector_paused():
-    """A pass makes 10^5 small objects that all live until it ends: the cyclic collector would
-    walk them again and again (a third of the snapshot's load time) and find nothing."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def apply_plan(snapshot: Snapshot, decided: Plan, writes: Writes) -> None:
+def apply_plan(version: Prepared, decided: Plan, writes: Writes) -> None:
     """Write the planned rows still as the plan saw them, and the events of what was written;
     in the caller's transaction."""
     renewed = _drop_conflicts(writes)
@@ -142,11 +129,11 @@ def apply_plan(snapshot: Snapshot, decided: Plan, writes: Writes) -> None:
     writes.encoded.update(events.encoded_requests(writes.payloads[request_id] for request_id in renewed))
     events.publish_encoded(writes.encoded[request_id] for request_id in sorted(writes.encoded.keys() & writes.fields))
     # Made again only when rows changed under the pass (rare): a walk over every request.
-    events.publish_live(*(_live_states(snapshot.config, decided, writes) if writes.dropped else writes.live_states))
+    events.publish_live(*(_live_states(version, decided, writes) if writes.dropped else writes.live_states))
     LiveChange.objects.filter(pk__in=writes.live_changes).delete()
 
 
-def _prepare_events(config: Config, decided: Plan, writes: Writes) -> None:
+def _prepare_events(version: Prepared, decided: Plan, writes: Writes) -> None:
     """The announced request objects, read now and overlaid with what the pass will write, their
     events encoded, and the announced pools' and policies' states: ten thousand requests after a
     burst, none of it under the write lock (on PostgreSQL, under the outbox lock)."""
@@ -154,10 +141,10 @@ def _prepare_events(config: Config, decided: Plan, writes: Writes) -> None:
     for request_id, row in writes.payloads.items():
         row.update(writes.fields[request_id])
     writes.encoded = events.encoded_requests(writes.payloads.values())
-    writes.live_states = _live_states(config, decided, writes)
+    writes.live_states = _live_states(version, decided, writes)
 
 
-def _live_states(config: Config, decided: Plan, writes: Writes) -> tuple[list[PoolState], list[PolicyState]]:
+def _live_states(version: Prepared, decided: Plan, writes: Writes) -> tuple[list[PoolState], list[PolicyState]]:
     """The announced pools and policies as this pass leaves them, from its own values (no query):
     the snapshot with the plan applied, less the requests that changed under it (they left a
     ``LiveChange``, so the next pass announces them again)."""
@@ -176,9 +163,9 @@ def _live_states(config: Config, decided: Plan, writes: Writes) -> tuple[list[Po
                 pending.update([waiting.pool, (request.policy, waiting.pool), (request.policy, ALL_POOLS)])
             else:
                 pending[(request.policy, ALL_POOLS)] += 1
-    pools = pool_states_of(config, ((r.pool, r.resources, r.preempted_by) for r in live if r.pool in writes.pools),
+    pools = pool_states_of(version.config, ((r.pool, r.resources, r.preempted_by) for r in live if r.pool in writes.pools),
                            holders, pending, writes.pools) if writes.pools else []
-    policies = policy_states_of(config, [r for r in live if r.policy in writes.policies], pending,
+    policies = policy_states_of(version, [r for r in live if r.policy in writes.policies], pending,
                                 writes.policies) if writes.policies else []
     return pools, policies
 

@@ -25,12 +25,12 @@ from poolweb import sql
 from poolweb.models import LiveChange, Request as RequestRow
 from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key, request_get
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
-from poolweb.selectors.versions import live_config
+from poolweb.selectors.versions import Prepared, live_prepared
 from poolweb.services import events
 from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.triggers import reconcile_soon
 from reconcile import Config, Decision, Reason, Request, State, Vector, lifecycle
-from reconcile.quota import TermsCache, eligibility
+from reconcile.quota import eligibility
 
 log = logging.getLogger(__name__)
 
@@ -66,25 +66,26 @@ class Submission:
 # --- submit --------------------------------------------------------------------------------------
 
 def request_submit(*, user, submission: Submission, idempotency_key: str | None = None,
-                   config: Config | None = None) -> tuple[RequestRow, bool]:
+                   live: Prepared | None = None) -> tuple[RequestRow, bool]:
     """Submit a request; returns it (possibly allocated already, when the pass ran inline) and
-    whether it is new. ``config`` is the live configuration the submission was read against,
-    when the caller has it (one read of the site row per submission, not two).
+    whether it is new. ``live`` is the live version the submission was read against, when the
+    caller has it (one read of the site row per submission, not two).
 
     ``PermissionDenied`` when ``user`` is neither staff nor in the policy's group.
     """
-    config = config or live_config()
+    live = live or live_prepared()
+    config = live.config
     if not may_submit(user, config, submission.policy):
         raise PermissionDenied(f"you may not submit to policy {submission.policy}: you are not in its group "
                                f"{config.policy[submission.policy].group or '(none)'}")
-    row, created = request_create(user=user, submission=submission, config=config, idempotency_key=idempotency_key)
+    row, created = request_create(user=user, submission=submission, live=live, idempotency_key=idempotency_key)
     if created and row.state == State.PENDING.value and _reconcile():
         row = RequestRow.objects.select_related("owner").get(pk=row.pk)  # the pass ran here: it may be granted
     return row, created
 
 
 @transaction.atomic
-def request_create(*, user, submission: Submission, config: Config,
+def request_create(*, user, submission: Submission, live: Prepared,
                    idempotency_key: str | None = None) -> tuple[RequestRow, bool]:
     """Store a submission: ``rejected`` with its reason when it can never run (R-14), else ``pending``.
     One INSERT and its event; the pass judges it later.
@@ -93,7 +94,7 @@ def request_create(*, user, submission: Submission, config: Config,
     returns the winner's request.
     """
     s, now = submission, timezone.now()
-    _, failure = eligibility(TermsCache(config), s.policy, s.profile, s.resources, s.preemptible)
+    _, failure = eligibility(live.terms, s.policy, s.profile, s.resources, s.preemptible)
     fields = dict(owner=user, policy=s.policy, profile=s.profile, resources=dict(s.resources),
                   preemptible=s.preemptible, max_retries=s.max_retries, lease_seconds=s.lease_seconds, name=s.name,
                   labels=s.labels or {}, submitted_at=now, idempotency_key=idempotency_key)

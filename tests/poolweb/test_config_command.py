@@ -132,7 +132,7 @@ def test_a_missing_file_and_an_unknown_user_are_refused(db, tmp_path):
     assert "no such file" in str(refused("import", str(tmp_path / "nope.json"))[0])
     file = tmp_path / "doc.json"
     file.write_text(json.dumps(document()))
-    assert "there is no user 'nobody'" in str(refused("import", str(file), "--user", "nobody")[0])
+    assert "no user named 'nobody'" in str(refused("import", str(file), "--user", "nobody")[0])
 
 
 def test_the_user_option_names_the_author(alice, tmp_path):

@@ -122,12 +122,12 @@ def test_passes_run_one_at_a_time_across_connections(one_gpu, bob):
     inside, overlaps = [], []
     real = reconciler.plan
 
-    def slow_plan(snapshot):
+    def slow_plan(snapshot, *terms):
         inside.append(1)
         overlaps.append(len(inside))
         time.sleep(0.2)
         try:
-            return real(snapshot)
+            return real(snapshot, *terms)
         finally:
             inside.pop()
 

@@ -63,6 +63,8 @@ MATRIX = [
     admin_only("GET", "/config/versions", OK),
     admin_only("GET", "/config/versions/1", OK),
     admin_only("POST", "/config/versions/1/restore", {200, 201}),
+    admin_only("GET", "/config/versions/1/diff/1", OK),  # the extensions of decision 20
+    admin_only("GET", "/config/draft/info", OK),
     admin_only("GET", "/management", OK),
     admin_only("PUT", "/management", OK, {"enabled": True}),
     Row("POST", "/requests", {"policy": "dev", "profile": "half"}, UNAUTHENTICATED, CREATED, DENIED, CREATED),

@@ -89,8 +89,8 @@ def test_a_request_cancelled_between_plan_and_apply_is_a_conflict_not_a_grant(pr
     waiting = request_row(bob, "dev", "4xgpu", 4)
     real_plan = reconciler.plan
 
-    def plan_then_cancel(snapshot):
-        decided = real_plan(snapshot)
+    def plan_then_cancel(snapshot, terms=None):
+        decided = real_plan(snapshot, terms)
         RequestRow.objects.filter(pk=waiting.pk).update(state="cancelled", reason="Cancelled")  # meanwhile
         return decided
 

@@ -14,7 +14,7 @@ from poolweb.api.submission import read_submission
 from poolweb.models import Request
 from poolweb.services import requests as services
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS
-from poolweb.selectors.versions import live_config
+from poolweb.selectors.versions import live_config, live_prepared
 from reconcile import Config, Policy
 
 DEV_HALF = {"policy": "dev", "profile": "half"}
@@ -86,8 +86,8 @@ def test_a_policy_without_a_group_takes_submissions_from_admins_only(alice, bob)
 def test_two_racing_submissions_with_one_key_meet_at_the_unique_constraint(provisioned, bob):
     """The loser of the race has passed the lookup already; the database refuses its row."""
     submission = read_submission(DEV_HALF, live_config())
-    first, _ = services.request_create(user=bob, submission=submission, config=live_config(), idempotency_key="k")
-    second, created = services.request_create(user=bob, submission=submission, config=live_config(),
+    first, _ = services.request_create(user=bob, submission=submission, live=live_prepared(), idempotency_key="k")
+    second, created = services.request_create(user=bob, submission=submission, live=live_prepared(),
                                               idempotency_key="k")
     assert (created, second.pk, Request.objects.count()) == (False, first.pk, 1)
 

@@ -131,8 +131,8 @@ def passes() -> Iterator[list[tuple[Snapshot, Plan]]]:
     """Every pass the service runs, as (snapshot, plan), seen where the reconciler calls the engine."""
     recorded: list[tuple[Snapshot, Plan]] = []
 
-    def planning(snapshot: Snapshot) -> Plan:
-        decided = engine_plan(snapshot)
+    def planning(snapshot: Snapshot, terms=None) -> Plan:
+        decided = engine_plan(snapshot, terms)
         recorded.append((snapshot, decided))
         return decided
 

@@ -64,8 +64,8 @@ def between_plan_and_apply(action: Callable[[], object]):
     """Patch the pass's planner so that ``action`` commits after its first plan and before the apply."""
     real, done = reconciler.plan, []
 
-    def planned(snapshot):
-        decided = real(snapshot)
+    def planned(snapshot, terms=None):
+        decided = real(snapshot, terms)
         if not done:
             done.append(True)
             in_another_connection(action)
@@ -223,6 +223,19 @@ def test_the_periodic_pass_forgets_old_events_even_when_the_pass_fails(provision
             pytest.raises(RuntimeError):
         triggers.run_periodic_pass()
     assert Event.objects.count() == 100
+
+
+# --- 6 a hold that outlived its victims ----------------------------------------------------------
+
+def test_a_hold_whose_victims_left_and_cannot_fit_no_longer_waits_for_preemption(one_gpu, alice, bob):
+    running = request_row(bob, "high", "one", 1, state="allocated", pool="p")  # of its own policy: no victim
+    preemptor = request_row(bob, "high", "one", 1)
+    RequestRow.objects.filter(pk=preemptor.pk).update(held_pool="p")  # its victims have left
+    reconcile_pass()
+    preemptor.refresh_from_db()
+    assert (preemptor.held_pool, preemptor.reason) == (None, "WaitingForCapacity")
+    services.request_release(user=bob, request_id=running.pk)
+    assert state_of(preemptor)[0] == "allocated"
 
 
 # --- 8 what was found by reading -------------------------------------------------------------------

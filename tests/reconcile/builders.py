@@ -47,15 +47,15 @@ def config(*items) -> Config:
     )
 
 
-def req(id: int, policy: str, profile: str, *, np: bool = False, at_s: float | None = None,
+def req(id: int, policy: str, profile: str, *, preemptible: bool = True, at_s: float | None = None,
         state: State = State.PENDING, pool: str | None = None, allocated_s: float | None = None,
         retries: int = 0, held: str | None = None, **resources) -> Request:
-    """A request; resources default to none beyond step_run (pass gpu=…); ``np`` = non-preemptible;
+    """A request; resources default to none beyond step_run (pass gpu=…);
     ``held``: the pool where capacity is held for it as a preemptor (R-45)."""
     vector = Vector.parse({**resources, "step_run": 1})
     submitted = at(id if at_s is None else at_s)
     allocated = at(allocated_s if allocated_s is not None else id) if state.live else None
-    return Request(id, policy, profile, vector, submitted, state=state, preemptible=not np, max_retries=retries,
+    return Request(id, policy, profile, vector, submitted, state=state, preemptible=preemptible, max_retries=retries,
                    pool=pool, allocated_at=allocated, held_pool=held,
                    lease_expires_at=allocated + timedelta(days=1) if allocated else None)
 

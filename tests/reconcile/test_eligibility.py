@@ -224,12 +224,12 @@ PASSES = [
         1: "rejected ExceedsPoolCapacity", 2: "rejected ExceedsLimit", 3: "rejected ResourceNotInPool",
         4: "allocated on small"}),
     Case("S-3: non-preemptible requests live inside the reservation", ("R-13", "R-14"), snapshot(
-        DC, req(1, "ml", "job", np=True, gpu=2), req(2, "ml", "job", np=True, gpu=6)), {
+        DC, req(1, "ml", "job", preemptible=False, gpu=2), req(2, "ml", "job", preemptible=False, gpu=6)), {
         1: "allocated on dc", 2: "rejected ExceedsReserved"}),
     Case("S-4: unmetered keys are not checked", ("R-11", "R-13"), snapshot(
-        TRAIN, req(1, "k8s", "job", np=True, gpu=1, mcpu=32000, memory_mb=68720)), {1: "allocated on train"}),
+        TRAIN, req(1, "k8s", "job", preemptible=False, gpu=1, mcpu=32000, memory_mb=68720)), {1: "allocated on train"}),
     Case("S-5: a metered key without a reservation row", ("R-13", "R-14"), snapshot(
-        TRAIN_CPU, req(1, "k8s", "job", gpu=1, mcpu=4000), req(2, "k8s", "job", np=True, gpu=1, mcpu=1000)), {
+        TRAIN_CPU, req(1, "k8s", "job", gpu=1, mcpu=4000), req(2, "k8s", "job", preemptible=False, gpu=1, mcpu=1000)), {
         1: "allocated on train", 2: "rejected ExceedsReserved"}),
     Case("eligible on a later pool is granted there", ("R-10", "R-14"), snapshot(
         LATER_POOL, req(1, "t", "ab", gpu=4)), {1: "allocated on b"}),
@@ -247,7 +247,7 @@ PASSES = [
         req(3, "a", "job", gpu=1)), {
         1: "allocated on small", 2: "rejected ExceedsPoolCapacity", 3: "pending WaitingForCapacity #1"}),
     Case("R-15: a removed reservation rejects non-preemptible requests only", ("R-15", "R-13"), snapshot(
-        NO_RESERVATION, req(1, "a", "job", np=True, gpu=1), req(2, "a", "job", gpu=1)), {
+        NO_RESERVATION, req(1, "a", "job", preemptible=False, gpu=1), req(2, "a", "job", gpu=1)), {
         1: "rejected ExceedsReserved", 2: "allocated on small"}),
     Case("R-15: a profile whose only pool was removed", ("R-15", "R-14"), snapshot(
         POOL_GONE, req(1, "a", "job", gpu=1)), {1: "rejected NoConnectedPool"}),

@@ -88,27 +88,31 @@ CASES = [
         1: "allocated on a", 2: "allocated on b"}),
     # R-22 non-preemptible usage within the reservation
     Case("non-preemptible up to exactly the reservation fits", ("R-22",), snapshot(
-        DC, live(1, "ml", "job", "dc", np=True, gpu=2), req(2, "ml", "job", np=True, gpu=2)), {
+        DC, live(1, "ml", "job", "dc", preemptible=False, gpu=2), req(2, "ml", "job", preemptible=False, gpu=2)), {
         1: "allocated on dc", 2: "allocated on dc"}),
     Case("non-preemptible 0.5 over the reservation waits, though the limit has room", ("R-22",), snapshot(
-        DC, live(1, "ml", "job", "dc", np=True, gpu=2), req(2, "ml", "job", np=True, gpu=2.5)), {
+        DC, live(1, "ml", "job", "dc", preemptible=False, gpu=2), req(2, "ml", "job", preemptible=False, gpu=2.5)), {
         1: "allocated on dc", 2: "pending WaitingForReservation #1"}),
     Case("preemptible usage does not count toward the reservation", ("R-22",), snapshot(
-        DC, live(1, "ml", "job", "dc", gpu=6), req(2, "ml", "job", np=True, gpu=2)), {
+        DC, live(1, "ml", "job", "dc", gpu=6), req(2, "ml", "job", preemptible=False, gpu=2)), {
         1: "allocated on dc", 2: "allocated on dc"}),
     Case("a star reservation counts non-preemptible usage on other pools: within it", ("R-22",), snapshot(
-        STAR_RESERVED, live(1, "t", "on-b", "b", np=True, gpu=3), req(2, "t", "on-a", np=True, gpu=1)), {
+        STAR_RESERVED, live(1, "t", "on-b", "b", preemptible=False, gpu=3),
+        req(2, "t", "on-a", preemptible=False, gpu=1)), {
         1: "allocated on b", 2: "allocated on a"}),
     Case("a star reservation counts non-preemptible usage on other pools: over it", ("R-22",), snapshot(
-        STAR_RESERVED, live(1, "t", "on-b", "b", np=True, gpu=3), req(2, "t", "on-a", np=True, gpu=2)), {
+        STAR_RESERVED, live(1, "t", "on-b", "b", preemptible=False, gpu=3),
+        req(2, "t", "on-a", preemptible=False, gpu=2)), {
         1: "allocated on b", 2: "pending WaitingForReservation #1"}),
     Case("S-8: a preemptible request runs past a non-preemptible one waiting for its share", ("R-22", "R-33"), snapshot(
         config(pool("p", gpu=2), policy("c", "p:gpu 1/2"), profile("job", "p", "c", dynamic=True)),
-        req(1, "c", "job", np=True, gpu=1), req(2, "c", "job", np=True, gpu=1), req(3, "c", "job", gpu=1)), {
+        req(1, "c", "job", preemptible=False, gpu=1), req(2, "c", "job", preemptible=False, gpu=1),
+        req(3, "c", "job", gpu=1)), {
         1: "allocated on p", 2: "pending WaitingForReservation #1", 3: "allocated on p"}),
     # unmetered and metered keys
     Case("S-4: unmetered keys do not count, however much is asked", ("R-20", "R-22"), snapshot(
-        TRAIN, live(1, "k8s", "job", "train", gpu=1, mcpu=10**6), req(2, "k8s", "job", np=True, gpu=1, mcpu=32000,
+        TRAIN, live(1, "k8s", "job", "train", gpu=1, mcpu=10**6),
+        req(2, "k8s", "job", preemptible=False, gpu=1, mcpu=32000,
                                                                        memory_mb=68720)), {
         1: "allocated on train", 2: "allocated on train"}),
     Case("S-5: a metered key without a limit row is bounded by the pool: exactly fits", ("R-20", "R-21"), snapshot(
@@ -122,11 +126,12 @@ CASES = [
         **{i: "allocated on big" for i in range(1, 5)}, 5: "pending WaitingForQuota #1"}),
     # R-57 over-commitment
     Case("a pool shrunk below its usage keeps its allocations and grants nothing on that key", ("R-57", "R-20"), snapshot(
-        SHRUNK, live(1, "ml", "job", "dc", np=True, gpu=3), live(2, "ml", "job", "dc", np=True, gpu=3),
+        SHRUNK, live(1, "ml", "job", "dc", preemptible=False, gpu=3),
+        live(2, "ml", "job", "dc", preemptible=False, gpu=3),
         req(3, "ml", "job", gpu=0.001), req(4, "ml", "job", lic=1)), {
         1: "allocated on dc", 2: "allocated on dc", 3: "pending WaitingForCapacity #1", 4: "allocated on dc"}),
     Case("once usage is back within the shrunk capacity, a fitting request is granted", ("R-57", "R-20"), snapshot(
-        SHRUNK, live(1, "ml", "job", "dc", np=True, gpu=3), req(3, "ml", "job", gpu=1)), {
+        SHRUNK, live(1, "ml", "job", "dc", preemptible=False, gpu=3), req(3, "ml", "job", gpu=1)), {
         1: "allocated on dc", 3: "allocated on dc"}),
     Case("a limit lowered below usage grants nothing on that key", ("R-57", "R-21"), snapshot(
         LIMIT_LOWERED, live(1, "ml", "job", "dc", gpu=3), req(2, "ml", "job", gpu=0.5), req(3, "ml", "job", lic=1)), {

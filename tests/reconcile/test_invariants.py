@@ -68,15 +68,16 @@ STATE_CASES = [  # (name, state, baseline or None, findings)
      snapshot(TWO, live(1, "ml", gpu=1), live(2, "ml", "b", gpu=2), live(3, "ml", "b", gpu=0.5)), None,
      ["I-1: pool b: 2.5 gpu", "I-2: policy ml uses 3.5 gpu across all pools, above its limit of 3"]),
     ("I-3 non-preemptible above its reservation",
-     snapshot(TWO, live(1, "cv", np=True, gpu=1), live(2, "cv", np=True, gpu=0.5)), None,
+     snapshot(TWO, live(1, "cv", preemptible=False, gpu=1), live(2, "cv", preemptible=False, gpu=0.5)), None,
      ["I-3: non-preemptible requests of policy cv use 1.5 gpu on pool dc, above its reservation of 1"]),
     ("I-3 no reservation row means 0",
-     snapshot(TWO, live(1, "ml", "b", np=True, gpu=0.5)), None,
+     snapshot(TWO, live(1, "ml", "b", preemptible=False, gpu=0.5)), None,
      ["I-3: policy ml use 0.5 gpu on pool b, above its reservation of 0"]),
     ("I-3 counts metered step_run too",
-     snapshot(TWO, live(1, "ml", np=True)), None, ["I-3: policy ml use 1 step_run on pool dc, above its reservation of 0"]),
+     snapshot(TWO, live(1, "ml", preemptible=False)),
+     None, ["I-3: policy ml use 1 step_run on pool dc, above its reservation of 0"]),
     ("preemptible usage may borrow past the reservation",
-     snapshot(TWO, live(1, "cv", np=True, gpu=1), live(2, "cv", gpu=1)), None, []),
+     snapshot(TWO, live(1, "cv", preemptible=False, gpu=1), live(2, "cv", gpu=1)), None, []),
     ("I-4 a duplicate id",
      snapshot(TWO, live(1, "cv", gpu=1), req(1, "cv", "job")), None, ["I-4: request id 1 appears 2 times"]),
     ("I-4 live without a pool",
@@ -112,7 +113,8 @@ def test_check_state(name, state, baseline, expected):  # I-1, I-2, I-3, I-4, R-
 
 # --- I-5: check_usage -------------------------------------------------------------------------
 
-USAGE = snapshot(TWO, live(1, "cv", gpu=1), live(2, "ml", "b", np=True, gpu=0.5, mcpu=500), req(3, "cv", "job", gpu=1),
+USAGE = snapshot(TWO, live(1, "cv", gpu=1), live(2, "ml", "b", preemptible=False, gpu=0.5, mcpu=500),
+req(3, "cv", "job", gpu=1),
                  live(4, "cv", gpu=1, state=State.RELEASED))
 
 
@@ -134,11 +136,12 @@ USAGE_CASES = [
      ["I-5: pool_used[dc] is gpu=2, step_run=2, live allocations sum to gpu=1, step_run=1",
       "I-5: policy_used[('cv', '*')]", "I-5: policy_used[('cv', 'dc')]"]),
     ("non-preemptible usage missing", _ledger(CV_ON_DC, ("ml", "b", True, ML_ON_B[3])),
-     ["I-5: policy_np[('ml', '*')] is , live allocations sum to gpu=0.5", "I-5: policy_np[('ml', 'b')]"]),
+     ["I-5: nonpreemptible_used[('ml', '*')] is , live allocations sum to gpu=0.5",
+      "I-5: nonpreemptible_used[('ml', 'b')]"]),
     ("unmetered keys counted", _ledger(CV_ON_DC, ML_ON_B, config=None),
      ["I-5: pool_used[b] is gpu=0.5, mcpu=500, step_run=1, live allocations sum to gpu=0.5",
-      "I-5: policy_used[('ml', '*')]", "I-5: policy_used[('ml', 'b')]", "I-5: policy_np[('ml', '*')]",
-      "I-5: policy_np[('ml', 'b')]"]),
+      "I-5: policy_used[('ml', '*')]", "I-5: policy_used[('ml', 'b')]", "I-5: nonpreemptible_used[('ml', '*')]",
+      "I-5: nonpreemptible_used[('ml', 'b')]"]),
 ]
 
 
@@ -212,7 +215,7 @@ PREEMPTION_CASES = [  # (name, snapshot, plan, findings)
      *with_plan(snapshot(RANKS, live(1, "low", gpu=2), req(2, "low", "job", gpu=1)), preempt(1, 2)),
      ["I-7: request 1 preempted for request 2 on pool dc: the victim is allocated, preemptible=True, of policy low"]),
     ("R-41 a non-preemptible victim",
-     *with_plan(snapshot(RANKS, live(1, "low", np=True, gpu=2), req(2, "high", "job", gpu=1)), preempt(1, 2)),
+     *with_plan(snapshot(RANKS, live(1, "low", preemptible=False, gpu=2), req(2, "high", "job", gpu=1)), preempt(1, 2)),
      ["I-7: preemptible=False"]),
     ("R-41 a victim already preempting",
      *with_plan(snapshot(RANKS, live(1, "low", state=P, gpu=2), req(2, "high", "job", gpu=1)), preempt(1, 2)),
@@ -222,7 +225,8 @@ PREEMPTION_CASES = [  # (name, snapshot, plan, findings)
                 preempt(1, 2)),
      ["I-7: on pool b"]),
     ("R-41 a victim holding none of what is short",
-     *with_plan(snapshot(RANKS, live(1, "low", mcpu=1000), live(3, "low", np=True, gpu=2), req(2, "high", "job", gpu=1)),
+     *with_plan(snapshot(RANKS, live(1, "low", mcpu=1000), live(3, "low", preemptible=False, gpu=2),
+     req(2, "high", "job", gpu=1)),
                 preempt(1, 2)),
      ["I-7: the victim holds none of the keys the preemptor is short of (gpu)"]),
     ("R-41 equal priority, the preemptor would borrow",

@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 
 from reconcile import Reason, Request, State
+from reconcile.ordering import service_key, victim_key
 from tests.reconcile.builders import at, config, policy, pool, profile, req, snapshot
 from tests.reconcile.cases import Case, case_id, outcome
 
@@ -240,7 +241,7 @@ def priority_against_share(hi_priority: int):
         config(pool("p", gpu=2), policy("hi", "p:gpu 1/", priority=hi_priority), policy("lo", "p:gpu 1/"),
                profile("job", "p", ("lo", "hi"), dynamic=True)),
         req(1, "hi", "job", gpu=1, state=ALLOCATED, pool="p"), req(2, "lo", "job", gpu=1),
-        req(3, "hi", "job", gpu=1, np=True),
+        req(3, "hi", "job", gpu=1, preemptible=False),
     )
 
 
@@ -311,7 +312,7 @@ REEVALUATED = [
                   req(3, "a", "job", gpu=1)),
          {1: "allocated on p1", 2: "pending WaitingForCapacity #1", 3: "allocated on p2"}),
     Case("with its first pool full it is judged in share or borrowing at the later pool", ("R-32", "R-32.2"),
-         snapshot(SHARE_PER_POOL, req(1, "c", "job", gpu=1, np=True, state=ALLOCATED, pool="p1"),
+         snapshot(SHARE_PER_POOL, req(1, "c", "job", gpu=1, preemptible=False, state=ALLOCATED, pool="p1"),
                   req(2, "a", "job", gpu=1), req(3, "b", "job", gpu=1)),
          {1: "allocated on p1", 2: "pending WaitingForCapacity #1", 3: "allocated on p2"}),
     Case("two pools, three policies and both profiles are served in one pass", ("R-31", "R-32", "R-33"),
@@ -338,7 +339,7 @@ NO_BLOCKING = [
     Case("a higher priority request that fits nowhere does not stop a lower one that fits", ("R-33", "R-43"),
          snapshot(config(pool("p", gpu=4), policy("lo", "p:gpu 2/"), policy("hi", priority=5),
                          profile("job", "p", ("lo", "hi"), dynamic=True)),
-                  req(1, "lo", "job", gpu=2, np=True, state=ALLOCATED, pool="p"), req(2, "hi", "job", gpu=4),
+                  req(1, "lo", "job", gpu=2, preemptible=False, state=ALLOCATED, pool="p"), req(2, "hi", "job", gpu=4),
                   req(3, "lo", "job", gpu=1)),
          {1: "allocated on p", 2: "pending WaitingForCapacity #1", 3: "allocated on p"}),
     Case("a request arriving after a preemption cannot take the held capacity", ("R-33", "R-45"),
@@ -374,3 +375,26 @@ def test_requests_are_served_in_the_order_of_the_rules(case: Case):
 def test_every_case_has_a_distinct_name():
     names = [case.name for case in CASES]
     assert len(names) == len(set(names))
+
+
+# --- the keys themselves: each criterion decides only where the ones before it tie ----------------
+
+# (name, key served or taken first, key after it); the first differs in one criterion, and is
+# worse in every later one, so a criterion out of place puts the pair the wrong way round.
+KEY_PAIRS = [
+    ("higher priority first", service_key(5, False, 9, 9, 9, 9), service_key(4, True, 0, 0, 0, 0)),
+    ("then in share before borrowing", service_key(5, True, 9, 9, 9, 9), service_key(5, False, 0, 0, 0, 0)),
+    ("then the pool's execution order", service_key(5, True, 0, 9, 9, 9), service_key(5, True, 1, 0, 0, 0)),
+    ("then the policy rank", service_key(5, True, 0, 0, 9, 9), service_key(5, True, 0, 1, 0, 0)),
+    ("then earlier submission", service_key(5, True, 0, 0, 0, 9), service_key(5, True, 0, 0, 1, 0)),
+    ("then the lower id", service_key(5, True, 0, 0, 0, 0), service_key(5, True, 0, 0, 0, 1)),
+    ("victims: lowest priority first", victim_key(1, False, 9, 9), victim_key(2, True, 10, 10)),
+    ("victims: then borrowed before in share", victim_key(1, True, 0, 0), victim_key(1, False, 10, 10)),
+    ("victims: then the newest allocation", victim_key(1, True, 10, 0), victim_key(1, True, 9, 10)),
+    ("victims: then the highest id", victim_key(1, True, 10, 10), victim_key(1, True, 10, 9)),
+]
+
+
+@pytest.mark.parametrize("name, first, second", KEY_PAIRS, ids=[pair[0] for pair in KEY_PAIRS])
+def test_each_criterion_of_a_key_counts_in_its_place(name, first, second):
+    assert first < second

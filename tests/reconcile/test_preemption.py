@@ -113,12 +113,12 @@ WHO_PREEMPTS = [
                   req(2, "lo", "job", gpu=2, state=ALLOCATED, pool="p"), req(3, "hi", "job", gpu=1)),
          {1: "allocated on p", 2: "preempting PreemptedByPriority by 3", 3: "pending WaitingForPreemption #1"}),
     Case("its own non-preemptible share is never cured by evicting others", ("R-40", "R-22"),
-         snapshot(hi_with("p:gpu 2/4"), req(1, "hi", "job", gpu=2, np=True, state=ALLOCATED, pool="p"),
-                  req(2, "lo", "job", gpu=2, state=ALLOCATED, pool="p"), req(3, "hi", "job", gpu=1, np=True)),
+         snapshot(hi_with("p:gpu 2/4"), req(1, "hi", "job", gpu=2, preemptible=False, state=ALLOCATED, pool="p"),
+                  req(2, "lo", "job", gpu=2, state=ALLOCATED, pool="p"), req(3, "hi", "job", gpu=1, preemptible=False)),
          {1: "allocated on p", 2: "allocated on p", 3: "pending WaitingForReservation #1"}),
     Case("with its share free a non-preemptible request preempts for pool room", ("R-40", "R-22"),
          snapshot(hi_with("p:gpu 2/4"), req(1, "hi", "job", gpu=2, state=ALLOCATED, pool="p"),
-                  req(2, "lo", "job", gpu=2, state=ALLOCATED, pool="p"), req(3, "hi", "job", gpu=1, np=True)),
+                  req(2, "lo", "job", gpu=2, state=ALLOCATED, pool="p"), req(3, "hi", "job", gpu=1, preemptible=False)),
          {1: "allocated on p", 2: "preempting PreemptedByPriority by 3", 3: "pending WaitingForPreemption #1"}),
     Case("a pool where its own limit is reached is passed over for the next", ("R-40", "R-21"),
          snapshot(two_pools(hi_quotas=("p1:gpu /1",)), req(1, "hi", "job", gpu=1, state=ALLOCATED, pool="p1"),
@@ -133,7 +133,7 @@ WHO_PREEMPTS = [
          {1: "allocated on p1", 2: "preempting PreemptedByPriority by 4", 3: "allocated on p2",
           4: "pending WaitingForPreemption #1"}),
     Case("a pool where no victim set works is passed over for the next", ("R-40", "R-41"),
-         snapshot(two_pools("p1:gpu 2/"), req(1, "lo", "job", gpu=2, np=True, state=ALLOCATED, pool="p1"),
+         snapshot(two_pools("p1:gpu 2/"), req(1, "lo", "job", gpu=2, preemptible=False, state=ALLOCATED, pool="p1"),
                   req(2, "lo", "job", gpu=2, state=ALLOCATED, pool="p2"), req(3, "hi", "job", gpu=2)),
          {1: "allocated on p1", 2: "preempting PreemptedByPriority by 3", 3: "pending WaitingForPreemption #1"}),
     Case("a victim is claimed by one preemptor only", ("R-40",),
@@ -180,7 +180,7 @@ VICTIMS = [
          {1: "preempting PreemptedByPriority by 2", 2: "pending WaitingForPreemption #1"}),
     Case("non-preemptible work is never evicted", ("R-41",),
          snapshot(one_pool(HIGH, policy("lo", "p:gpu 2/", priority=1)),
-                  req(1, "lo", "job", gpu=2, np=True, state=ALLOCATED, pool="p"), req(2, "hi", "job", gpu=2)),
+                  req(1, "lo", "job", gpu=2, preemptible=False, state=ALLOCATED, pool="p"), req(2, "hi", "job", gpu=2)),
          {1: "allocated on p", 2: "pending WaitingForCapacity #1"}),
     Case("an in-share request reclaims the newest borrowed allocation at equal priority", ("R-41", "R-44"),
          snapshot(reclaim(), *b_fills_p(), req(3, "a", "job", gpu=2)),
@@ -274,6 +274,16 @@ def evicted_after(seconds: float, *, retries: int = 1, attempt: int = 1, reason=
     return snapshot(PRIORITIES, victim, req(2, "hi", "job", gpu=2))
 
 
+def outlived_hold(*, lo_running: bool = False):
+    """hi (2) holds 2 gpu on p for its victims, who have left; meanwhile a provision cut p to 2
+    gpu, of which a non-preemptible request of mid (1) holds one: 2 fits no more, and lo (3) waits
+    for the free gpu. Or (``lo_running``) p has 3 gpu and lo (4) runs on one: a victim again."""
+    cut = one_pool(HIGH, MID, LOW, gpu=3 if lo_running else 2)
+    mid = req(1, "mid", "job", gpu=1, state=ALLOCATED, pool="p", preemptible=False)
+    waiting = req(4, "lo", "job", gpu=1, state=ALLOCATED, pool="p") if lo_running else req(3, "lo", "job", gpu=1)
+    return snapshot(cut, mid, req(2, "hi", "job", gpu=2, held="p"), waiting)
+
+
 EVICTION = [
     Case("what the first victim freed is held while the second is still leaving", ("R-45",),
          half_evicted(second_victim_left=False),
@@ -298,6 +308,12 @@ EVICTION = [
     Case("a reclaimed victim keeps its reason when it ends", ("R-44", "R-46"),
          evicted_after(31, retries=0, reason=Reason.RECLAIMED),
          {1: "preempted Reclaimed", 2: "allocated on p"}),
+    Case("a hold whose victims left while a provision cut the pool keeps nobody else out", ("R-40", "R-45"),
+         outlived_hold(),
+         {1: "allocated on p", 2: "pending WaitingForCapacity #1", 3: "allocated on p"}),
+    Case("a preemptor whose victims left looks for victims again", ("R-40", "R-45"),
+         outlived_hold(lo_running=True),
+         {1: "allocated on p", 2: "pending WaitingForPreemption #1", 4: "preempting PreemptedByPriority by 2"}),
 ]
 
 
@@ -328,7 +344,7 @@ BORROWED = [
 ]
 
 
-# --- known engine bugs ----------------------------------------------------------------------------
+# --- what the victims free stays held for their preemptor until it is granted --------------------
 
 # n is ranked before a on the profile, at the same priority. a (2) preempted lo's request (1) at
 # 980 s; n's request (3) came at 985 s, while the victim was still leaving, and the victim's holder

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from reconcile import State
 from reconcile.preview import preview
+from reconcile.quota import TermsCache
 from reconcile.report import usage_report
 from tests.reconcile.builders import config, policy, pool, profile, req, snapshot
 
@@ -102,3 +105,12 @@ def test_a_lowered_limit_shows_over_commitment_and_keeps_live_work():  # R-57
     assert result.provisionable and result.plan.empty
     over = [(u.policy, u.scope, u.usage, u.limit) for u in usage_report(draft, state.requests) if u.over_limit]
     assert over == [("dev", "*", 3000, 2000)]
+
+
+def test_the_live_configurations_kept_terms_serve_the_usage_before():
+    state = snapshot(BASE, *[_live(i, "dev", "one", "a", gpu=1) for i in (1, 2, 3)])
+    draft = config(*BASE.pools, *BASE.profiles, policy("dev", "*:gpu 1/2"), policy("ops", "a:gpu 2/4", priority=5))
+    kept = TermsCache(BASE)
+    assert preview(state, draft, kept) == preview(state, draft)
+    with pytest.raises(ValueError, match="another configuration"):
+        preview(state, draft, TermsCache(draft))  # the proposed configuration's are not the live one's

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
 
+import pytest
 from hypothesis import given, note, settings, target
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
@@ -25,6 +26,7 @@ from reconcile.invariants import (
 from reconcile.ledger import Ledger
 from reconcile.model import ALL_POOLS
 from reconcile.quantity import parse_quantity
+from reconcile.quota import TermsCache
 from reconcile.transition import carry_out
 from tests.reconcile.actions import acted
 from tests.reconcile.builders import T0
@@ -165,22 +167,30 @@ GRACE = st.sampled_from((timedelta(seconds=10), timedelta(seconds=30)))
 
 @dataclass
 class World:
-    """A snapshot moved by actions, and a usage cache kept incrementally, as the service would (I-5)."""
+    """A snapshot moved by actions, and a usage cache kept incrementally, as the service would (I-5);
+    passes share the terms of their configuration until it changes, as the service's do."""
 
     snapshot: Snapshot
     cache: Ledger = field(init=False)
+    terms: TermsCache = field(init=False)
     next_id: int = 1
 
     def __post_init__(self) -> None:
         # Resizing keeps each pool's keys, so what the cache counts as metered stays right.
         self.cache = Ledger(self.snapshot.config)
+        self.terms = TermsCache(self.snapshot.config)
+
+    def kept_terms(self) -> TermsCache:
+        if self.terms.config is not self.snapshot.config:
+            self.terms = TermsCache(self.snapshot.config)
+        return self.terms
 
     def step(self, action: tuple) -> Plan | None:
         """Apply one action; the plan when the action was a pass."""
         before, result = self.snapshot, None
         kind = action[0]
         if kind == "pass":
-            result = plan(before)
+            result = plan(before, self.kept_terms())
             self.snapshot = carry_out(before, result)
         elif kind == "submit":
             self.snapshot = self._submit(*action[1:])
@@ -312,11 +322,12 @@ def test_a_second_pass_keeps_the_reason_of_a_request_behind_a_preemptor():  # I-
 
 
 def _run(config: Config, actions: list[tuple], grace: timedelta, on_pass) -> None:
-    """Take every step, calling ``on_pass`` with the snapshot of each pass before it is planned."""
+    """Take every step, calling ``on_pass`` with the snapshot of each pass before it is planned
+    (and the terms the world keeps for its configuration)."""
     world = World(Snapshot(T0, config, (), eviction_grace=grace))
     for action in actions:
         if action[0] == "pass":
-            on_pass(world.snapshot)
+            on_pass(world.snapshot, world.kept_terms())
         world.step(action)
 
 
@@ -336,7 +347,7 @@ def _fingerprint(snapshot: Snapshot) -> tuple:
 @settings(max_examples=max(300, settings().max_examples // 4))  # secondary: deep copies at every pass
 @given(config=configs(), actions=ACTIONS, grace=GRACE)
 def test_plan_never_changes_its_snapshot(config: Config, actions: list[tuple], grace: timedelta):  # style §6
-    def check(snapshot: Snapshot) -> None:
+    def check(snapshot: Snapshot, _) -> None:
         requests, config_before = snapshot.requests, snapshot.config
         twin, fingerprint = copy.deepcopy(snapshot), _fingerprint(snapshot)
         plan(snapshot)
@@ -352,7 +363,7 @@ def test_plan_never_changes_its_snapshot(config: Config, actions: list[tuple], g
 @given(config=configs(), actions=ACTIONS, grace=GRACE)
 def test_every_change_and_every_wait_has_a_reason_and_a_sentence(config: Config, actions: list[tuple],
                                                                   grace: timedelta):  # R-60, §9
-    def check(snapshot: Snapshot) -> None:
+    def check(snapshot: Snapshot, _) -> None:
         result = plan(snapshot)
         for decision in result.decisions():
             assert isinstance(decision.reason, Reason) and decision.message.strip(), decision
@@ -367,3 +378,18 @@ def test_every_change_and_every_wait_has_a_reason_and_a_sentence(config: Config,
 
     _run(config, actions, grace, check)
 
+
+@settings(max_examples=max(300, settings().max_examples // 4))  # secondary: two plans at every pass
+@given(config=configs(), actions=ACTIONS, grace=GRACE)
+def test_terms_kept_across_passes_plan_as_fresh_ones(config: Config, actions: list[tuple], grace: timedelta):
+    def check(snapshot: Snapshot, kept: TermsCache) -> None:
+        assert plan(snapshot, kept) == plan(snapshot)
+
+    _run(config, actions, grace, check)
+
+
+def test_a_pass_refuses_the_terms_of_another_configuration():
+    one, other = Config((Pool("h100", Vector.of(gpu=8)),)), Config((Pool("h100", Vector.of(gpu=4)),))
+    plan(Snapshot(T0, one), TermsCache(Config((Pool("h100", Vector.of(gpu=8)),))))  # an equal one serves
+    with pytest.raises(ValueError, match="another configuration"):
+        plan(Snapshot(T0, one), TermsCache(other))

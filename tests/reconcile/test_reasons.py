@@ -79,7 +79,7 @@ MESSAGES = [
         H100, live(1, "t", "job", "h100", gpu=6), req(2, "t", "job", gpu=4)), {
         2: ("WaitingForCapacity", "pool h100 is short of 2 gpu (6 of 8 in use)", 1, "h100")}),
     Explained("several pools short of room are all listed, in precedence order", ("sec9", "R-31"), snapshot(
-        H100_BARE, live(1, "t", "job", "h100", gpu=6), live(2, "infra", "job", "bare-metal", np=True, gpu=8),
+        H100_BARE, live(1, "t", "job", "h100", gpu=6), live(2, "infra", "job", "bare-metal", preemptible=False, gpu=8),
         req(3, "t", "job", gpu=4)), {
         3: ("WaitingForCapacity",
             "pool h100 is short of 2 gpu (6 of 8 in use); pool bare-metal is short of 4 gpu (8 of 8 in use)", 1, "h100")}),
@@ -93,7 +93,7 @@ MESSAGES = [
         LIMIT_STAR, live(1, "t", "job", "p", gpu=3.5), req(2, "t", "job", gpu=1)), {
         2: ("WaitingForQuota", "policy t has 3.5 of its limit of 4 gpu in use across all pools", 1, "p")}),
     Explained("the non-preemptible share in use", ("sec9", "R-22"), snapshot(
-        SHARE, live(1, "c", "job", "p", np=True, gpu=1), req(2, "c", "job", np=True, gpu=1)), {
+        SHARE, live(1, "c", "job", "p", preemptible=False, gpu=1), req(2, "c", "job", preemptible=False, gpu=1)), {
         2: ("WaitingForReservation", "non-preemptible requests of policy c use 1 of its reservation of 1 gpu on pool p",
             1, "p")}),
     Explained("management disabled", ("sec9", "R-30", "R-58"), snapshot(
@@ -111,22 +111,25 @@ MESSAGES = [
     Explained("short of room only because it is held for a preemptor", ("sec9", "R-45"), snapshot(
         # 3 needs 2 gpu: the free one and the one its victim frees; both are held for it.
         RECLAIM, victim(1, "guest", "job", "p", by=3, reason=Reason.RECLAIMED, gpu=1),
-        live(2, "infra", "job", "p", np=True, gpu=2), req(3, "owner", "job", gpu=2), req(4, "guest", "job", gpu=1)), {
+        live(2, "infra", "job", "p", preemptible=False, gpu=2), req(3, "owner", "job", gpu=2),
+        req(4, "guest", "job", gpu=1)), {
         3: ("WaitingForPreemption", "waiting for request(s) 1 to leave pool p; their capacity is held for it", 1, "p"),
         4: ("BlockedByHigherPriority", "pool p is short of 1 gpu (3 of 4 in use, 1 held for preemptors): the capacity "
             "is held for request(s) 3, served first", 2, "p")}),
     Explained("a hold takes no room its victims already occupy", ("sec9", "R-45"), snapshot(
         RECLAIM, victim(1, "guest", "job", "p", by=3, reason=Reason.RECLAIMED, gpu=2),
-        live(2, "infra", "job", "p", np=True, gpu=1), req(3, "owner", "job", gpu=2), req(4, "guest", "job", gpu=2)), {
+        live(2, "infra", "job", "p", preemptible=False, gpu=1), req(3, "owner", "job", gpu=2),
+        req(4, "guest", "job", gpu=2)), {
         3: ("WaitingForPreemption", "waiting for request(s) 1 to leave pool p; their capacity is held for it", 1, "p"),
         4: ("WaitingForCapacity", "pool p is short of 1 gpu (3 of 4 in use)", 2, "p")}),
     Explained("a request of higher priority waits first for room", ("sec9", "R-32"), snapshot(
-        RANKED, live(1, "infra", "job", "p", np=True, gpu=3), req(2, "high", "job", gpu=2), req(3, "low", "job", gpu=2)), {
+        RANKED, live(1, "infra", "job", "p", preemptible=False, gpu=3), req(2, "high", "job", gpu=2),
+        req(3, "low", "job", gpu=2)), {
         2: ("WaitingForCapacity", "pool p is short of 1 gpu (3 of 4 in use)", 1, "p"),
         3: ("BlockedByHigherPriority",
             "pool p is short of 1 gpu (3 of 4 in use); request 2 of policy high (priority 5) is served first", 2, "p")}),
     Explained("across pools the most curable code is shown and every pool is listed", ("sec9", "R-31"), snapshot(
-        QUOTA_OR_ROOM, live(1, "t", "ab", "a", gpu=2), live(2, "infra", "infra", "b", np=True, gpu=8),
+        QUOTA_OR_ROOM, live(1, "t", "ab", "a", gpu=2), live(2, "infra", "infra", "b", preemptible=False, gpu=8),
         req(3, "t", "ab", gpu=1)), {
         3: ("WaitingForCapacity",
             "policy t has 2 of its limit of 2 gpu in use on pool a; pool b is short of 1 gpu (8 of 8 in use)", 1, "a")}),
@@ -163,18 +166,22 @@ PRECEDENCE = [
         H100, live(1, "t", "job", "h100", gpu=8), req(2, "t", "job", gpu=1), enabled=False), {
         1: "allocated on h100", 2: "pending ManagementDisabled #1"}),
     Case("the own limit beats capacity when both hold", ("sec9",), snapshot(
-        QUOTA_2, live(1, "t", "job", "p", gpu=2), live(2, "infra", "job", "p", np=True, gpu=2), req(3, "t", "job", gpu=1)), {
+        QUOTA_2, live(1, "t", "job", "p", gpu=2), live(2, "infra", "job", "p", preemptible=False, gpu=2),
+        req(3, "t", "job", gpu=1)), {
         1: "allocated on p", 2: "allocated on p", 3: "pending WaitingForQuota #1"}),
     Case("capacity alone when the limit has room", ("sec9",), snapshot(
-        QUOTA_3, live(1, "t", "job", "p", gpu=2), live(2, "infra", "job", "p", np=True, gpu=2), req(3, "t", "job", gpu=1)), {
+        QUOTA_3, live(1, "t", "job", "p", gpu=2), live(2, "infra", "job", "p", preemptible=False, gpu=2),
+        req(3, "t", "job", gpu=1)), {
         1: "allocated on p", 2: "allocated on p", 3: "pending WaitingForCapacity #1"}),
     Case("the non-preemptible share beats the own limit when both hold", ("sec9", "R-22"), snapshot(
-        SHARE_AND_LIMIT, live(1, "c", "job", "p", np=True, gpu=2), req(2, "c", "job", np=True, gpu=1),
+        SHARE_AND_LIMIT, live(1, "c", "job", "p", preemptible=False, gpu=2),
+        req(2, "c", "job", preemptible=False, gpu=1),
         req(3, "c", "job", gpu=1)), {
         1: "allocated on p", 2: "pending WaitingForReservation #1", 3: "pending WaitingForQuota #2"}),
     Case("the non-preemptible share beats capacity when both hold", ("sec9", "R-22"), snapshot(
-        SHARE_AND_ROOM, live(1, "c", "job", "p", np=True, gpu=1), live(2, "infra", "job", "p", np=True, gpu=1),
-        req(3, "c", "job", np=True, gpu=1), req(4, "c", "job", gpu=1)), {
+        SHARE_AND_ROOM, live(1, "c", "job", "p", preemptible=False, gpu=1),
+        live(2, "infra", "job", "p", preemptible=False, gpu=1),
+        req(3, "c", "job", preemptible=False, gpu=1), req(4, "c", "job", gpu=1)), {
         1: "allocated on p", 2: "allocated on p", 3: "pending WaitingForReservation #1", 4: "pending WaitingForCapacity #2"}),
     Case("victims in flight beat capacity for the preemptor itself", ("sec9", "R-45"), snapshot(
         PRIORITY, victim(1, "low", "job", "p", by=2, reason=Reason.PREEMPTED_BY_PRIORITY, gpu=1),
@@ -182,17 +189,20 @@ PRECEDENCE = [
         1: "preempting PreemptedByPriority by 2", 2: "pending WaitingForPreemption #1"}),
     Case("a held capacity blocks; a request short of more than is held waits for capacity", ("sec9", "R-45"), snapshot(
         RECLAIM, victim(1, "guest", "job", "p", by=3, reason=Reason.RECLAIMED, gpu=1),
-        live(2, "infra", "job", "p", np=True, gpu=2), req(3, "owner", "job", gpu=2), req(4, "guest", "job", gpu=1),
+        live(2, "infra", "job", "p", preemptible=False, gpu=2), req(3, "owner", "job", gpu=2),
+        req(4, "guest", "job", gpu=1),
         req(5, "guest", "job", gpu=2)), {
         1: "preempting Reclaimed by 3", 2: "allocated on p", 3: "pending WaitingForPreemption #1",
         4: "pending BlockedByHigherPriority #2", 5: "pending WaitingForCapacity #3"}),
     Case("strictly higher priority waiting first blocks; a request that fits still runs", ("sec9", "R-33"), snapshot(
-        RANKED, live(1, "infra", "job", "p", np=True, gpu=3), req(2, "high", "job", gpu=2), req(3, "low", "job", gpu=2),
+        RANKED, live(1, "infra", "job", "p", preemptible=False, gpu=3), req(2, "high", "job", gpu=2),
+        req(3, "low", "job", gpu=2),
         req(4, "low", "job", gpu=1)), {
         1: "allocated on p", 2: "pending WaitingForCapacity #1", 3: "pending BlockedByHigherPriority #2",
         4: "allocated on p"}),
     Case("equal priority waiting first does not block", ("sec9",), snapshot(
-        RANKED, live(1, "infra", "job", "p", np=True, gpu=3), req(2, "low", "job", gpu=2), req(3, "low", "job", gpu=2)), {
+        RANKED, live(1, "infra", "job", "p", preemptible=False, gpu=3), req(2, "low", "job", gpu=2),
+        req(3, "low", "job", gpu=2)), {
         1: "allocated on p", 2: "pending WaitingForCapacity #1", 3: "pending WaitingForCapacity #2"}),
     Case("the own limit beats victims in flight", ("sec9", "R-45"), snapshot(
         LIMIT_IN_FLIGHT, victim(1, "b", "one", "p1", by=4, reason=Reason.PREEMPTED_BY_PRIORITY, gpu=1),
@@ -201,8 +211,8 @@ PRECEDENCE = [
         4: "pending WaitingForQuota #1"}),
     Case("the non-preemptible share beats victims in flight", ("sec9", "R-45"), snapshot(
         SHARE_IN_FLIGHT, victim(1, "b", "one", "p1", by=4, reason=Reason.PREEMPTED_BY_PRIORITY, gpu=1),
-        live(2, "a", "two", "p2", np=True, gpu=1), live(3, "a", "two", "p2", np=True, gpu=1),
-        req(4, "a", "one", np=True, gpu=1)), {
+        live(2, "a", "two", "p2", preemptible=False, gpu=1), live(3, "a", "two", "p2", preemptible=False, gpu=1),
+        req(4, "a", "one", preemptible=False, gpu=1)), {
         1: "preempting PreemptedByPriority by 4", 2: "allocated on p2", 3: "allocated on p2",
         4: "pending WaitingForReservation #1"}),
 ]
@@ -232,33 +242,40 @@ POSITIONS = [
         req(4, "t", "small", gpu=1)), {
         1: "allocated on p", 2: "pending WaitingForCapacity #1 in p", 3: "allocated on p", 4: "allocated on p"}),
     Case("higher priority first, whatever the submission time", ("R-32", "sec9"), snapshot(
-        ONE_GPU, live(1, "infra", "job", "p", np=True, **FULL), req(2, "low", "job", gpu=1), req(3, "high", "job", gpu=1)), {
+        ONE_GPU, live(1, "infra", "job", "p", preemptible=False, **FULL), req(2, "low", "job", gpu=1),
+        req(3, "high", "job", gpu=1)), {
         1: "allocated on p", 2: "pending BlockedByHigherPriority #2 in p", 3: "pending WaitingForCapacity #1 in p"}),
     Case("at equal priority a request in share before one that would borrow", ("R-32", "sec9"), snapshot(
-        ONE_GPU, live(1, "infra", "job", "p", np=True, **FULL), req(2, "guest", "job", gpu=1), req(3, "owner", "job", gpu=1)), {
+        ONE_GPU, live(1, "infra", "job", "p", preemptible=False, **FULL), req(2, "guest", "job", gpu=1),
+        req(3, "owner", "job", gpu=1)), {
         1: "allocated on p", 2: "pending WaitingForCapacity #2 in p", 3: "pending WaitingForCapacity #1 in p"}),
     Case("then the pool's execution order of the profile", ("R-32", "sec9"), snapshot(
-        ORDERED, live(1, "infra", "first", "p", np=True, **FULL), req(2, "t", "first", gpu=1), req(3, "t", "second", gpu=1)), {
+        ORDERED, live(1, "infra", "first", "p", preemptible=False, **FULL), req(2, "t", "first", gpu=1),
+        req(3, "t", "second", gpu=1)), {
         1: "allocated on p", 2: "pending WaitingForCapacity #2 in p", 3: "pending WaitingForCapacity #1 in p"}),
     Case("then the profile's policy rank", ("R-32", "sec9"), snapshot(
-        ONE_GPU, live(1, "infra", "job", "p", np=True, **FULL), req(2, "low", "job", gpu=1), req(3, "guest", "job", gpu=1)), {
+        ONE_GPU, live(1, "infra", "job", "p", preemptible=False, **FULL), req(2, "low", "job", gpu=1),
+        req(3, "guest", "job", gpu=1)), {
         1: "allocated on p", 2: "pending WaitingForCapacity #2 in p", 3: "pending WaitingForCapacity #1 in p"}),
     Case("then the earlier submission, then the id", ("R-32", "sec9"), snapshot(
-        ONE_GPU, live(1, "infra", "job", "p", np=True, **FULL), req(4, "low", "job", gpu=1, at_s=5),
+        ONE_GPU, live(1, "infra", "job", "p", preemptible=False, **FULL), req(4, "low", "job", gpu=1, at_s=5),
         req(3, "low", "job", gpu=1, at_s=5), req(2, "low", "job", gpu=1, at_s=6)), {
         1: "allocated on p", 2: "pending WaitingForCapacity #3 in p", 3: "pending WaitingForCapacity #1 in p",
         4: "pending WaitingForCapacity #2 in p"}),
     Case("requests of one queue with different shapes are counted in submission order", ("R-32", "sec9"), snapshot(
-        ONE_GPU, live(1, "infra", "job", "p", np=True, **FULL), req(2, "low", "job", gpu=1), req(3, "low", "job", gpu=0.5),
+        ONE_GPU, live(1, "infra", "job", "p", preemptible=False, **FULL), req(2, "low", "job", gpu=1),
+        req(3, "low", "job", gpu=0.5),
         req(4, "low", "job", gpu=0.25), req(5, "low", "job", gpu=0.5), req(6, "low", "job", gpu=1, mcpu=100)), {
         1: "allocated on p", **{i: f"pending WaitingForCapacity #{i - 1} in p" for i in (2, 3, 4, 5, 6)}}),
     Case("each pool's queue counts its own requests", ("R-32", "sec9"), snapshot(
-        TWO_QUEUES, live(1, "infra", "on-a", "a", np=True, gpu=1), live(2, "infra", "on-b", "b", np=True, gpu=4),
+        TWO_QUEUES, live(1, "infra", "on-a", "a", preemptible=False, gpu=1),
+        live(2, "infra", "on-b", "b", preemptible=False, gpu=4),
         req(3, "t", "on-b", gpu=1), req(4, "t", "on-a", gpu=1), req(5, "t", "on-a", gpu=1)), {
         1: "allocated on a", 2: "allocated on b", 3: "pending WaitingForCapacity #1 in b",
         4: "pending WaitingForCapacity #1 in a", 5: "pending WaitingForCapacity #2 in a"}),
     Case("a request too big for its preferred pool queues at the next eligible one", ("R-32", "R-10", "sec9"), snapshot(
-        TWO_QUEUES, live(1, "infra", "on-a", "a", np=True, gpu=1), live(2, "infra", "on-b", "b", np=True, gpu=4),
+        TWO_QUEUES, live(1, "infra", "on-a", "a", preemptible=False, gpu=1),
+        live(2, "infra", "on-b", "b", preemptible=False, gpu=4),
         req(3, "t", "on-b", gpu=1), req(4, "t", "on-a", gpu=2), req(5, "t", "on-a", gpu=1)), {
         1: "allocated on a", 2: "allocated on b", 3: "pending WaitingForCapacity #1 in b",
         4: "pending WaitingForCapacity #2 in b", 5: "pending WaitingForCapacity #1 in a"}),
@@ -271,7 +288,7 @@ def test_position_is_the_place_in_r32_order_in_the_most_preferred_eligible_pool_
 
 
 def test_a_second_pass_on_the_first_one_s_result_changes_nothing_and_gives_the_same_reasons():  # I-8
-    state = snapshot(RANKED, live(1, "infra", "job", "p", np=True, gpu=3), req(2, "high", "job", gpu=2),
+    state = snapshot(RANKED, live(1, "infra", "job", "p", preemptible=False, gpu=3), req(2, "high", "job", gpu=2),
                      req(3, "low", "job", gpu=2), req(4, "low", "job", gpu=1))
     first = plan(state)
     second = plan(carry_out(state, first))

@@ -33,10 +33,12 @@ Action = Callable[[Snapshot], Snapshot]
 
 # --- actions --------------------------------------------------------------------------------------
 
-def submit(id: int, policy: str, profile: str, *, np: bool = False, retries: int = 0, **amounts) -> Action:
+def submit(id: int, policy: str, profile: str, *, preemptible: bool = True, retries: int = 0,
+           **amounts) -> Action:
     """A new pending request, submitted now: the profile's allotment overridden by ``amounts``."""
     def act(s: Snapshot) -> Snapshot:
-        request = req(id, policy, profile, np=np, retries=retries, at_s=(s.now - T0).total_seconds(), **amounts)
+        request = req(id, policy, profile, preemptible=preemptible, retries=retries,
+                      at_s=(s.now - T0).total_seconds(), **amounts)
         allotment = s.config.profile[profile].resources
         resources = Vector({**allotment, **request.resources})
         return replace(s, requests=s.requests + (replace(request, resources=resources),))
@@ -145,15 +147,17 @@ SCENARIOS = [
         step(submit(1, "ml", "job", gpu=6), expect={1: "allocated on dc"}),
     )),
     Story("non-preemptible requests live inside the reservation", ("S-3", "R-13", "R-22"), DC, (
-        step(submit(1, "ml", "job", np=True, gpu=2), expect={1: "allocated on dc"}),
-        step(submit(2, "ml", "job", np=True, gpu=6), expect={1: "allocated on dc", 2: "rejected ExceedsReserved"}),
+        step(submit(1, "ml", "job", preemptible=False, gpu=2), expect={1: "allocated on dc"}),
+        step(submit(2, "ml", "job", preemptible=False, gpu=6),
+        expect={1: "allocated on dc", 2: "rejected ExceedsReserved"}),
     )),
     Story("unmetered keys are not checked", ("S-4", "R-11"), TRAIN, (
-        step(submit(1, "k8s", "job", np=True, gpu=1, mcpu=32000, memory_mb=68720), expect={1: "allocated on train"}),
+        step(submit(1, "k8s", "job", preemptible=False, gpu=1, mcpu=32000, memory_mb=68720),
+        expect={1: "allocated on train"}),
     )),
     Story("a metered key the policy does not mention", ("S-5", "R-12", "R-13"), TRAIN_MCPU, (
         step(submit(1, "k8s", "job", gpu=1, mcpu=4000), expect={1: "allocated on train"}),
-        step(submit(2, "k8s", "job", np=True, gpu=1, mcpu=1000),
+        step(submit(2, "k8s", "job", preemptible=False, gpu=1, mcpu=1000),
              expect={1: "allocated on train", 2: "rejected ExceedsReserved"}),
     )),
     Story("capping concurrency with step_run", ("S-6", "R-21"), BIG, (
@@ -172,14 +176,14 @@ SCENARIOS = [
              expect={1: "rejected ExceedsPoolCapacity", 2: "rejected ExceedsLimit", 3: "rejected ResourceNotInPool"}),
     )),
     Story("no head-of-line blocking", ("S-8", "R-22", "R-33"), P2, (
-        step(submit(1, "c", "job", np=True, gpu=1), expect={1: "allocated on p"}),
-        step(submit(2, "c", "job", np=True, gpu=1),
+        step(submit(1, "c", "job", preemptible=False, gpu=1), expect={1: "allocated on p"}),
+        step(submit(2, "c", "job", preemptible=False, gpu=1),
              expect={1: "allocated on p", 2: "pending WaitingForReservation #1"}),
         step(submit(3, "c", "job", gpu=1),
              expect={1: "allocated on p", 2: "pending WaitingForReservation #1", 3: "allocated on p"}),
     )),
     Story("non-preemptible work is never evicted", ("S-9", "R-41"), low_high("p:gpu 1/1"), (
-        step(submit(1, "low", "job", np=True, gpu=1), expect={1: "allocated on p"}),
+        step(submit(1, "low", "job", preemptible=False, gpu=1), expect={1: "allocated on p"}),
         step(submit(2, "high", "job", gpu=1), expect={1: "allocated on p", 2: "pending WaitingForCapacity #1"}),
     )),
     Story("strictly higher priority preempts", ("S-9", "R-41", "R-44", "R-46"), low_high("p:gpu 0/1"), (

@@ -23,6 +23,7 @@ import yaml
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from poolweb.management.users import user_named
 from poolweb.selectors.versions import config_live_document
 from poolweb.services import config as services
 from reconcile.document import Issue
@@ -152,7 +153,4 @@ class Command(BaseCommand):
     def author(self, username: str | None) -> User | None:
         if username is None:
             return None
-        user = User.objects.filter(username=username).first()
-        if user is None:
-            raise CommandError(f"there is no user {username!r}")
-        return user
+        return user_named(username)

@@ -7,9 +7,9 @@ The token is printed once, alone on stdout, so a script can capture it
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from poolweb.management.users import user_named
 from poolweb.services.tokens import COMMAND_NAME, MAX_NAME, token_issue
 
 
@@ -21,9 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", default=COMMAND_NAME, help=f"what to call it (default: {COMMAND_NAME})")
 
     def handle(self, *args, username: str, name: str, **options) -> None:
-        user = get_user_model().objects.filter(username=username).first()
-        if user is None:
-            raise CommandError(f"no user named {username!r}")
+        user = user_named(username)
         if not name.strip() or len(name) > MAX_NAME or not name.isprintable():
             raise CommandError(f"--name must be 1 to {MAX_NAME} printable characters")
         token = token_issue(user=user, name=name)

@@ -4,9 +4,9 @@ only hashes are stored."""
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
+from poolweb.management.users import user_named
 from poolweb.services.tokens import token_list
 
 
@@ -17,11 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("username", nargs="?", help="only this user's tokens")
 
     def handle(self, *args, username: str | None, **options) -> None:
-        owner = None
-        if username is not None:
-            owner = get_user_model().objects.filter(username=username).first()
-            if owner is None:
-                raise CommandError(f"no user named {username!r}")
+        owner = None if username is None else user_named(username)
         for row in token_list(owner=owner):
             used = row.last_used_at.isoformat() if row.last_used_at else "never"
             self.stdout.write("\t".join([str(row.pk), row.user.get_username(), row.name, row.created_at.isoformat(),

@@ -4,10 +4,10 @@ in with them close at their next check. An unknown id is an error (status 1) and
 
 from __future__ import annotations
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from poolweb.management.users import user_named
 from poolweb.services.tokens import TokenNotFound, token_revoke, tokens_revoke_all
 
 
@@ -22,9 +22,7 @@ class Command(BaseCommand):
         if bool(ids) == bool(user):
             raise CommandError("give token ids or --user USERNAME, not both")
         if user is not None:
-            owner = get_user_model().objects.filter(username=user).first()
-            if owner is None:
-                raise CommandError(f"no user named {user!r}")
+            owner = user_named(user)
             self.stdout.write(f"revoked {tokens_revoke_all(owner=owner)} token(s) of {user}")
             return
         try:

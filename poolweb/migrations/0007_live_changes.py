@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('poolweb', '0005_trust'),
+        ('poolweb', '0006_draft_base_version'),
     ]
 
     operations = [

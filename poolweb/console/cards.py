@@ -1,0 +1,200 @@
+"""What the cards of the resource configuration page show, whichever way the configuration
+arrives: the live version as the engine reads it (selectors.configuration, with usage from
+selectors.live), or a configuration document — a provisioned version's, or the draft being
+edited (console.drafts).
+
+Cards hold text ready to show: quantities as the API writes them (``0.5``, not ``0.500``), every
+order in full. The same partial templates render them in every mode, so a card looks the same
+however it arrived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from poolweb.selectors.live import PoolState
+from reconcile import Config, Profile
+from reconcile.quantity import quantity_text
+
+NO_CAPACITY = 0  # a key a pool over-uses without having it (a provision removed it, R-57)
+
+
+@dataclass(frozen=True)
+class Amount:
+    key: str
+    text: str  # "0.5", or what a draft holds when it is not a quantity
+
+
+@dataclass(frozen=True)
+class Bar:
+    """In use / total of one key of a pool."""
+
+    key: str
+    used: str
+    total: str
+    percent: int  # 0…100, for the bar's width; the numbers beside it say the rest
+    over: str | None  # the excess when more is in use than the pool has (R-57)
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # "error" or "warning"
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Mark:
+    """How a draft's card differs from the live version: ``added``, or ``changed`` in ``fields``."""
+
+    action: str
+    fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Link:
+    """A connection: the pool and the name people know it by."""
+
+    pool: str
+    name: str
+
+
+@dataclass(frozen=True)
+class QuotaLine:
+    scope: str
+    key: str
+    reserved: str | None
+    limit: str | None
+
+
+@dataclass(frozen=True)
+class PoolCard:
+    index: int  # in the document: where a draft's errors point (``pools[index]``)
+    name: str
+    description: str
+    capacity: tuple[Amount, ...]
+    order: tuple[str, ...]  # the execution order, in full
+    bars: tuple[Bar, ...] = ()
+    running: int | None = None
+    pending: int | None = None
+    mark: Mark | None = None
+    issues: tuple[Finding, ...] = ()
+
+    COMPARED = (("description", "description"), ("capacity", "capacity"), ("execution order", "order"))
+
+
+@dataclass(frozen=True)
+class ProfileCard:
+    index: int
+    name: str
+    description: str
+    resources: tuple[Amount, ...]
+    dynamic: bool
+    connections: tuple[Link, ...]  # pool precedence
+    policies: tuple[str, ...]  # policy rank
+    pending: int | None = None
+    running: int | None = None
+    mark: Mark | None = None
+    issues: tuple[Finding, ...] = ()
+
+    COMPARED = (("description", "description"), ("allotment", "resources"), ("allotment", "dynamic"),
+                ("connections", "connections"), ("policy rank", "policies"))
+
+
+@dataclass(frozen=True)
+class PolicyCard:
+    index: int
+    name: str
+    description: str
+    group: str
+    priority: str
+    quotas: tuple[QuotaLine, ...]
+    mark: Mark | None = None
+    issues: tuple[Finding, ...] = ()
+
+    COMPARED = (("description", "description"), ("group", "group"), ("priority", "priority"),
+                ("quotas", "quotas"))
+
+
+@dataclass(frozen=True)
+class Removed:
+    kind: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Board:
+    pools: tuple[PoolCard, ...] = ()
+    profiles: tuple[ProfileCard, ...] = ()
+    policies: tuple[PolicyCard, ...] = ()
+    editing: bool = False
+    removed: tuple[Removed, ...] = ()
+    issues: tuple[Finding, ...] = ()  # those no card is concerned by
+
+    @property
+    def empty(self) -> bool:
+        return not (self.pools or self.profiles or self.policies)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for i in self.all_issues() if i.level == "error")
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for i in self.all_issues() if i.level == "warning")
+
+    def all_issues(self) -> Iterable[Finding]:
+        yield from self.issues
+        for card in (*self.pools, *self.profiles, *self.policies):
+            yield from card.issues
+
+
+def optional_text(milli: int | None) -> str | None:
+    """A reserved or a limit that may be absent, as quantity_text shows it."""
+    return None if milli is None else quantity_text(milli)
+
+
+def key_order(key: str) -> tuple[bool, str]:
+    """gpu first, then the other keys by name."""
+    return key != "gpu", key
+
+
+def amounts(milli: Mapping[str, int]) -> tuple[Amount, ...]:
+    return tuple(Amount(key, quantity_text(milli[key])) for key in sorted(milli, key=key_order) if milli[key])
+
+
+def config_board(config: Config, *, usage: Iterable[PoolState] = (), pending: Mapping[str, int] | None = None,
+                 running: Mapping[str, int] | None = None) -> Board:
+    """A configuration's cards; with ``usage`` each pool's bars, with ``pending`` and ``running``
+    each profile's counts (the live version's page)."""
+    states = {state.name: state for state in usage}
+    pools = tuple(PoolCard(i, p.name, p.description, amounts(p.capacity), p.execution_order,
+                           *_usage(states.get(p.name), p.capacity)) for i, p in enumerate(config.pools))
+    profiles = tuple(ProfileCard(i, p.name, p.description, amounts(p.resources), p.dynamic, _links(p), p.policies,
+                                 None if pending is None else pending.get(p.name, 0),
+                                 None if running is None else running.get(p.name, 0))
+                     for i, p in enumerate(config.profiles))
+    policies = tuple(PolicyCard(i, p.name, p.description, p.group, str(p.priority),
+                                tuple(QuotaLine(q.scope, q.key, optional_text(q.reserved), optional_text(q.limit))
+                                      for q in p.quotas)) for i, p in enumerate(config.policies))
+    return Board(pools, profiles, policies)
+
+
+def _links(profile: Profile) -> tuple[Link, ...]:
+    names = profile.connection_names
+    return tuple(Link(pool, names[j] if j < len(names) and names[j] else pool) for j, pool in enumerate(profile.pools))
+
+
+def _usage(state: PoolState | None, capacity: Mapping[str, int]) -> tuple[tuple[Bar, ...], int | None, int | None]:
+    """The bars of a pool (every key it has or over-uses), its running and pending counts."""
+    if state is None:
+        return (), None, None
+    keys = sorted({*capacity, *state.overcommitted}, key=key_order)
+    return tuple(bar(key, state.used.get(key, 0), capacity.get(key, NO_CAPACITY), state.overcommitted.get(key))
+                 for key in keys), state.running, state.pending
+
+
+def bar(key: str, used: int, total: int, over: int | None) -> Bar:
+    percent = min(100, round(100 * used / total)) if total else (100 if used else 0)
+    return Bar(key, quantity_text(used), quantity_text(total), percent, quantity_text(over) if over else None)

@@ -1,0 +1,39 @@
+"""What the shell of every console page needs (templates/console/base.html): the navigation and
+the management switch's state, read only when a page shows them."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from django.http import HttpRequest
+
+from poolweb.selectors.versions import management_enabled
+
+# (link name, path, admins only): spec/console.md names the links.
+NAVIGATION = (
+    ("Configuration", "/", False),
+    ("Queues", "/queues/", False),
+    ("Policies", "/policies/", False),
+    ("Requests", "/requests/", False),
+    ("Versions", "/versions/", True),
+    ("Tokens", "/account/tokens/", False),
+)
+
+
+class Shell:
+    def __init__(self, request: HttpRequest) -> None:
+        self.request = request
+
+    @cached_property
+    def navigation(self) -> list[dict]:
+        user, here = self.request.user, self.request.path
+        return [{"name": name, "href": href, "current": here == href if href == "/" else here.startswith(href)}
+                for name, href, admins in NAVIGATION if user.is_staff or not admins]
+
+    @cached_property
+    def management_enabled(self) -> bool:
+        return management_enabled()
+
+
+def shell(request: HttpRequest) -> dict:
+    return {"shell": Shell(request)}

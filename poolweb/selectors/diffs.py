@@ -1,0 +1,52 @@
+"""What changed (reconcile.diff): between any two provisioned versions, each version against the
+one before it (the versions page's summaries), and the saved draft against the live version.
+
+Version 0 is the empty configuration before the first provision, so "what version 1 did" and
+"what changed since a draft made from nothing" are diffs like any other. Diffs read the
+versions' documents (decision 22): parsing one costs no query and leaves the engine's kept
+configurations alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from poolweb.models import ConfigVersion
+from poolweb.selectors.versions import draft_get, live_version, version_get
+from reconcile import Config
+from reconcile.diff import Change, diff, summarize
+from reconcile.document import parse_document
+
+
+def version_config(number: int) -> Config:
+    """Version ``number``'s configuration; ``Config()`` for 0; ``ConfigNotFound`` otherwise."""
+    return Config() if number == 0 else config_of(version_get(number))
+
+
+def config_of(version: ConfigVersion | None) -> Config:
+    if version is None:
+        return Config()
+    parsed = parse_document(version.document)
+    if parsed.config is None:  # provision validates, so this is a damaged row
+        raise ValueError(f"version {version.number} does not parse: {parsed.errors[:3]}")
+    return parsed.config
+
+
+def version_changes(*, before: int, after: int) -> tuple[Change, ...]:
+    return diff(version_config(before), version_config(after))
+
+
+def draft_changes() -> tuple[Change, ...] | None:
+    """What provisioning the saved draft would change against the live version; None while the
+    draft does not validate (there is then no configuration to compare)."""
+    parsed = parse_document(draft_get())
+    return None if parsed.config is None else diff(config_of(live_version()), parsed.config)
+
+
+def version_summaries(versions: Sequence[ConfigVersion]) -> dict[int, str]:
+    """Number → what it changed against the version before it, for each of ``versions``."""
+    numbers = {v.number - 1 for v in versions} - {v.number for v in versions} - {0}
+    rows = {v.number: v for v in (*versions, *ConfigVersion.objects.filter(number__in=numbers))}
+    configs = {number: config_of(row) for number, row in rows.items()}
+    # Numbers have no gaps (provision takes the next one): only version 1 has no predecessor.
+    return {v.number: summarize(diff(configs.get(v.number - 1, Config()), configs[v.number])) for v in versions}

@@ -1,0 +1,39 @@
+// The page's one confirmation dialog (templates/console/partials/confirm_dialog.html) and the
+// open/close of any <dialog> with its form: modal, Escape cancels, focus returns to the opener.
+
+export function showDialog(dialog, { onClose } = {}) {
+  const opener = document.activeElement;
+  return new Promise((resolve) => {
+    const closed = () => {
+      dialog.removeEventListener("close", closed);
+      const value = dialog.returnValue;
+      dialog.returnValue = "";
+      if (opener instanceof HTMLElement && opener.isConnected) opener.focus();
+      onClose?.(value);
+      resolve(value);
+    };
+    dialog.addEventListener("close", closed);
+    dialog.returnValue = "";
+    dialog.showModal();
+  });
+}
+
+// Resolves true when the person confirms; the message may hold nodes or text.
+export async function confirmAction({ title, message, confirm, cancel = "Cancel", danger = false }) {
+  const dialog = document.getElementById("confirm-dialog");
+  dialog.querySelector("#confirm-title").textContent = title;
+  const body = dialog.querySelector("#confirm-message");
+  body.replaceChildren(...[].concat(message).map((part) => (typeof part === "string" ? paragraph(part) : part)));
+  const ok = dialog.querySelector("#confirm-ok");
+  ok.textContent = confirm;
+  ok.classList.toggle("danger", danger);
+  ok.classList.toggle("primary", !danger);
+  dialog.querySelector("#confirm-cancel").textContent = cancel;
+  return (await showDialog(dialog)) === "confirm";
+}
+
+function paragraph(text) {
+  const p = document.createElement("p");
+  p.textContent = text;
+  return p;
+}

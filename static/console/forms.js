@@ -1,0 +1,169 @@
+// The editor's dialogs (templates/console/partials/editor_dialogs.html): filled from a draft
+// entry, read back into one. Values are kept as typed — a number when it reads as one exactly —
+// so that whatever is wrong with them is the API's to say, at its path, when the draft is saved.
+
+import { showDialog } from "./dialogs.js";
+
+const list = (value) => (Array.isArray(value) ? value : []);
+
+function typed(text) {
+  const value = text.trim();
+  if (value === "") return undefined;
+  const number = Number(value);
+  return /^-?[0-9.]+$/.test(value) && String(number) === value ? number : value;
+}
+
+function element(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value !== undefined && value !== null && value !== false) node.setAttribute(name, value === true ? "" : value);
+  }
+  node.append(...children);
+  return node;
+}
+
+let ids = 0;
+
+// A labelled input per resource key: gpu always, then the entry's keys, then added ones.
+function resourceRow(rows, key, value) {
+  const id = `resource-${++ids}`;
+  const input = element("input", { id, name: `resource:${key}`, inputmode: "decimal", autocomplete: "off",
+                                   value: value === undefined ? "" : String(value) });
+  const row = element("div", { class: "resource-row", "data-key": key }, element("label", { for: id }, key), input);
+  if (key !== "gpu") {
+    const remove = element("button", { type: "button", class: "icon-button small", "aria-label": `Remove ${key}` }, "×");
+    remove.addEventListener("click", () => row.remove());
+    row.append(remove);
+  }
+  rows.append(row);
+  return input;
+}
+
+function fillResources(form, amounts) {
+  const rows = form.querySelector("[data-rows]");
+  rows.replaceChildren();
+  const values = amounts && typeof amounts === "object" ? amounts : {};
+  resourceRow(rows, "gpu", values.gpu);
+  for (const [key, value] of Object.entries(values)) if (key !== "gpu") resourceRow(rows, key, value);
+  const input = form.querySelector("[data-new-key]");
+  const addKey = () => {
+    const key = input.value.trim();
+    if (!key) return;
+    const existing = rows.querySelector(`[data-key="${CSS.escape(key)}"] input`);
+    (existing ?? resourceRow(rows, key, undefined)).focus();
+    input.value = "";
+  };
+  form.querySelector("[data-add-key]").onclick = addKey;
+  input.onkeydown = (event) => { if (event.key === "Enter") { event.preventDefault(); addKey(); } };
+}
+
+function readResources(form) {
+  const amounts = {};
+  for (const row of form.querySelectorAll("[data-rows] .resource-row")) {
+    const value = typed(row.querySelector("input").value);
+    if (value !== undefined) amounts[row.dataset.key] = value;
+  }
+  return amounts;
+}
+
+function prepare(dialog, title, submit, entry) {
+  const form = dialog.querySelector("form");
+  form.reset();
+  dialog.querySelector("h2").textContent = title;
+  const button = dialog.querySelector("[data-submit]");
+  if (button) button.textContent = submit;
+  form.elements.name.value = entry?.name ?? "";
+  form.elements.description.value = entry?.description ?? "";
+  return form;
+}
+
+async function ask(dialog) {
+  return (await showDialog(dialog)) === "ok";
+}
+
+function withoutEmpty(entry) {
+  return Object.fromEntries(Object.entries(entry).filter(([, value]) => value !== undefined && value !== ""));
+}
+
+export async function poolDialog(entry) {
+  const dialog = document.getElementById("pool-dialog");
+  const form = prepare(dialog, entry ? `Edit pool ${entry.name}` : "Add pool", entry ? "Save" : "Create", entry);
+  fillResources(form, entry?.capacity);
+  if (!(await ask(dialog))) return null;
+  return withoutEmpty({ ...entry, name: form.elements.name.value.trim(), description: form.elements.description.value,
+                        capacity: readResources(form) });
+}
+
+export async function profileDialog(entry, policies) {
+  const dialog = document.getElementById("profile-dialog");
+  const form = prepare(dialog, entry ? `Edit profile ${entry.name}` : "Add profile", entry ? "Save" : "Create", entry);
+  fillResources(form, entry?.resources);
+  form.elements.dynamic.checked = entry?.dynamic === true;
+  const chosen = list(entry?.policies);
+  const box = form.querySelector("[data-policies]");
+  box.replaceChildren(...policies.map((name) => element("label", { class: "check" },
+    element("input", { type: "checkbox", name: "policy", value: name, checked: chosen.includes(name) }), ` ${name}`)));
+  if (!policies.length) box.append(element("p", { class: "hint" }, "No policies yet: add one, then come back."));
+  if (!(await ask(dialog))) return null;
+  const ticked = [...box.querySelectorAll("input:checked")].map((input) => input.value);
+  const rank = [...chosen.filter((name) => ticked.includes(name)), ...ticked.filter((name) => !chosen.includes(name))];
+  return withoutEmpty({ ...entry, name: form.elements.name.value.trim(), description: form.elements.description.value,
+                        resources: readResources(form), dynamic: form.elements.dynamic.checked,
+                        connections: list(entry?.connections), policies: rank });
+}
+
+function quotaRow(body, pools, quota = {}) {
+  const n = body.children.length + 1;
+  const scope = element("select", { "aria-label": `Scope of quota ${n}`, name: "scope" },
+    element("option", { value: "*" }, "all pools"), ...pools.map((pool) => element("option", { value: pool }, pool)));
+  scope.value = pools.includes(quota.scope) ? quota.scope : "*";
+  if (quota.scope && quota.scope !== "*" && !pools.includes(quota.scope)) {
+    scope.append(element("option", { value: quota.scope }, quota.scope));
+    scope.value = quota.scope;
+  }
+  const field = (name, label, value) => element("input", { name, "aria-label": `${label} of quota ${n}`, autocomplete: "off",
+    value: value === undefined || value === null ? "" : String(value), list: name === "key" ? "resource-keys" : undefined,
+    inputmode: name === "key" ? undefined : "decimal" });
+  const remove = element("button", { type: "button", class: "icon-button small danger", "aria-label": `Remove quota ${n}` }, "×");
+  const row = element("tr", {}, ...[scope, field("key", "Key", quota.key ?? "gpu"), field("reserved", "Reserved", quota.reserved),
+    field("limit", "Limit", quota.limit), remove].map((control) => element("td", {}, control)));
+  remove.addEventListener("click", () => row.remove());
+  body.append(row);
+  return row;
+}
+
+export async function policyDialog(entry, pools) {
+  const dialog = document.getElementById("policy-dialog");
+  const form = prepare(dialog, entry ? `Edit policy ${entry.name}` : "Add policy", entry ? "Save" : "Create", entry);
+  form.elements.group.value = entry?.group ?? "";
+  form.elements.priority.value = entry?.priority ?? "";
+  const body = form.querySelector("[data-quotas]");
+  body.replaceChildren();
+  for (const quota of list(entry?.quotas)) quotaRow(body, pools, quota);
+  form.querySelector("[data-add-quota]").onclick = () => quotaRow(body, pools).querySelector("select").focus();
+  if (!(await ask(dialog))) return null;
+  const quotas = [...body.children].map((row) => withoutEmpty({
+    scope: row.querySelector('[name="scope"]').value, key: row.querySelector('[name="key"]').value.trim(),
+    reserved: typed(row.querySelector('[name="reserved"]').value), limit: typed(row.querySelector('[name="limit"]').value),
+  })).filter((quota) => quota.key || quota.reserved !== undefined || quota.limit !== undefined);
+  return withoutEmpty({ ...entry, name: form.elements.name.value.trim(), description: form.elements.description.value,
+                        group: form.elements.group.value.trim(), priority: typed(form.elements.priority.value), quotas });
+}
+
+export async function connectDialog(profile, pools, chosen) {
+  const dialog = document.getElementById("connect-dialog");
+  const form = dialog.querySelector("form");
+  form.reset();
+  dialog.querySelector("h2").textContent = `Connect ${profile.name}`;
+  const taken = new Set(list(profile.connections).map((c) => c.pool));
+  const free = pools.filter((pool) => !taken.has(pool));
+  form.elements.pool.replaceChildren(...free.map((pool) => element("option", { value: pool }, pool)));
+  if (chosen && free.includes(chosen)) form.elements.pool.value = chosen;
+  const name = form.elements.connection;
+  const suggest = () => { name.placeholder = form.elements.pool.value; };
+  form.elements.pool.onchange = suggest;
+  suggest();
+  if (!free.length) form.elements.pool.append(element("option", { value: "", disabled: true }, "already connected to every pool"));
+  if (!(await ask(dialog)) || !form.elements.pool.value) return null;
+  return { pool: form.elements.pool.value, name: name.value.trim() };
+}

@@ -1,0 +1,86 @@
+// The SVG lines from each profile card to the pool cards it is connected to, redrawn whenever the
+// board changes size (window resize, cards wrapping, a re-render). The preferred connection is a
+// solid line, the fallbacks dashed; each line says in its title what it joins.
+
+const SVG = "http://www.w3.org/2000/svg";
+const SPREAD = 12; // px between the ends of lines that meet one card
+
+function cardOf(board, kind, name) {
+  return [...board.querySelectorAll(`[data-${kind}-card]`)].find((card) => card.dataset[kind] === name);
+}
+
+function ends(count, place, rect, origin) {
+  const middle = rect.left - origin.left + rect.width / 2;
+  const offset = Math.max(-rect.width / 3, Math.min(rect.width / 3, (place - (count - 1) / 2) * SPREAD));
+  return middle + offset;
+}
+
+export function drawLines(board) {
+  const svg = board.querySelector("svg.lines");
+  if (!svg) return;
+  const origin = board.getBoundingClientRect();
+  svg.setAttribute("width", board.scrollWidth);
+  svg.setAttribute("height", board.scrollHeight);
+  const seen = new Map(); // pool → lines drawn to it so far, to spread their ends
+  const paths = [];
+  for (const profile of board.querySelectorAll("[data-profile-card]")) {
+    const links = [...profile.querySelectorAll('[data-list="connections"] > li')];
+    links.forEach((link, place) => {
+      const pool = cardOf(board, "pool", link.dataset.item);
+      if (!pool) return;
+      const into = pool.querySelectorAll('[data-list="execution"] > li');
+      const at = [...into].findIndex((li) => li.dataset.item === profile.dataset.profile);
+      const p = pool.getBoundingClientRect();
+      const q = profile.getBoundingClientRect();
+      const x1 = ends(into.length || 1, at < 0 ? seen.get(pool) ?? 0 : at, p, origin);
+      const y1 = p.bottom - origin.top;
+      const x2 = ends(links.length, place, q, origin);
+      const y2 = q.top - origin.top;
+      seen.set(pool, (seen.get(pool) ?? 0) + 1);
+      paths.push(line(profile.dataset.profile, link.dataset.item, place, [x1, y1, x2, y2], link));
+    });
+  }
+  svg.replaceChildren(...paths);
+}
+
+function line(profile, pool, place, [x1, y1, x2, y2], link) {
+  const path = document.createElementNS(SVG, "path");
+  const bend = Math.max(24, (y2 - y1) / 2);
+  path.setAttribute("d", `M ${x1.toFixed(1)} ${y1.toFixed(1)} C ${x1.toFixed(1)} ${(y1 + bend).toFixed(1)} `
+    + `${x2.toFixed(1)} ${(y2 - bend).toFixed(1)} ${x2.toFixed(1)} ${y2.toFixed(1)}`);
+  path.dataset.profile = profile;
+  path.dataset.pool = pool;
+  if (place > 0) path.classList.add("fallback");
+  const title = document.createElementNS(SVG, "title");
+  const name = link.querySelector(".item-text")?.firstChild?.textContent?.trim() ?? pool;
+  title.textContent = `${profile} → ${pool} (${name}), preference ${place + 1}`;
+  path.append(title);
+  return path;
+}
+
+// Highlight a profile's lines while the pointer or focus is in its card.
+function highlight(board, event, on) {
+  const card = event.target.closest?.("[data-profile-card]");
+  if (!card) return;
+  for (const path of board.querySelectorAll("svg.lines path")) {
+    if (path.dataset.profile === card.dataset.profile) path.classList.toggle("active", on);
+  }
+}
+
+export function followLines(board) {
+  let queued = false;
+  const redraw = () => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; drawLines(board); });
+  };
+  new ResizeObserver(redraw).observe(board);
+  window.addEventListener("resize", redraw);
+  document.fonts?.ready.then(redraw);
+  board.addEventListener("pointerover", (event) => highlight(board, event, true));
+  board.addEventListener("pointerout", (event) => highlight(board, event, false));
+  board.addEventListener("focusin", (event) => highlight(board, event, true));
+  board.addEventListener("focusout", (event) => highlight(board, event, false));
+  redraw();
+  return redraw;
+}

@@ -1,0 +1,33 @@
+// Every page's shell: the management switch (role switch). Admins flip it after confirming,
+// through PUT /api/v1/management; others only see it. Pages with a stream keep it current.
+
+import { api, problem } from "./api.js";
+import { confirmAction } from "./dialogs.js";
+import { on } from "./stream.js";
+
+const button = document.getElementById("management-switch");
+
+function show(enabled) {
+  button.setAttribute("aria-checked", String(enabled));
+  button.querySelector("[data-switch-state]").textContent = enabled ? "on" : "off";
+}
+
+async function flip() {
+  if (button.getAttribute("aria-disabled") === "true") return;
+  const enabled = button.getAttribute("aria-checked") === "true";
+  const confirmed = await confirmAction(enabled
+    ? { title: "Disable resource management?", confirm: "Disable", danger: true,
+        message: ["The reconciler stops granting and preempting until it is enabled again.",
+                  "Running requests keep their allocations; new ones wait."] }
+    : { title: "Enable resource management?", confirm: "Enable",
+        message: "The reconciler grants and preempts again, starting with the requests that waited." });
+  if (!confirmed) return;
+  const result = await api("PUT", "/management", { enabled: !enabled });
+  if (result.ok) show(result.data.enabled);
+  else await confirmAction({ title: "The switch did not move", message: problem(result), confirm: "OK" });
+}
+
+if (button) {
+  button.addEventListener("click", flip);
+  on("management.changed", (data) => show(Boolean(data.enabled)));
+}

@@ -1,0 +1,75 @@
+"""The shell of every page: the navigation, the signed-in user, the management switch, and the
+pages the console's part 2 fills in."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from poolweb.models import SiteState
+from tests.browser.steps import confirm
+
+NAVIGATION = ["Configuration", "Queues", "Policies", "Requests", "Versions", "Tokens"]
+
+
+def management_enabled() -> bool:
+    return SiteState.objects.get(pk=1).management_enabled
+
+
+def test_every_page_has_the_navigation_and_the_user(visit, demo):
+    page = visit(demo.author)
+    navigation = page.get_by_role("navigation", name="Main")
+    expect(navigation.get_by_role("link")).to_have_text(NAVIGATION)
+    expect(navigation.get_by_role("link", name="Configuration")).to_have_attribute("aria-current", "page")
+    expect(page.get_by_role("banner")).to_contain_text("alice")
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+
+    for name, heading in [("Queues", "Queues"), ("Policies", "Policies"), ("Requests", "Requests"),
+                          ("Tokens", "Tokens"), ("Versions", "Versions")]:
+        navigation.get_by_role("link", name=name).click()
+        expect(page.get_by_role("heading", level=1)).to_have_text(heading)
+        expect(navigation.get_by_role("link", name=name)).to_have_attribute("aria-current", "page")
+
+
+@pytest.mark.parametrize("path", ["/queues/", "/account/tokens/"])
+def test_the_pages_of_part_two_say_what_will_be_there(visit, demo, path):
+    page = visit(demo.author, path)
+    expect(page.get_by_role("heading", name="Coming to the console next")).to_be_visible()
+    expect(page.get_by_role("link", name="Open the API docs")).to_have_attribute("href", "/api/docs/")
+
+
+def test_an_admin_switches_management_off_and_on_after_confirming(visit, demo):
+    page = visit(demo.author)
+    switch = page.get_by_role("switch", name="Resource management")
+    expect(switch).to_have_attribute("aria-checked", "true")
+
+    switch.click()
+    confirm(page, "Disable resource management?", "Cancel")
+    expect(switch).to_have_attribute("aria-checked", "true")
+    switch.click()
+    confirm(page, "Disable resource management?", "Disable")
+    expect(switch).to_have_attribute("aria-checked", "false")
+    assert management_enabled() is False
+    expect(switch).to_be_focused()  # back where the person was
+
+    page.reload()
+    expect(switch).to_have_attribute("aria-checked", "false")
+    switch.click()
+    confirm(page, "Enable resource management?", "Enable")
+    expect(switch).to_have_attribute("aria-checked", "true")
+    assert management_enabled() is True
+
+
+def test_a_member_sees_the_switch_change_but_cannot_flip_it(visit, demo, bob):
+    page = visit(bob)
+    switch = page.get_by_role("switch", name="Resource management")
+    expect(switch).to_have_attribute("aria-disabled", "true")
+    expect(page.get_by_role("status")).to_have_text("Live")
+
+    switch.click(force=True)  # Playwright would refuse an aria-disabled control; a person could still click it
+    expect(page.get_by_role("dialog")).to_have_count(0)
+
+    admin = visit(demo.author)
+    admin.get_by_role("switch", name="Resource management").click()
+    confirm(admin, "Disable resource management?", "Disable")
+    expect(switch).to_have_attribute("aria-checked", "false")  # from management.changed on bob's stream

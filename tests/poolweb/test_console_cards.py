@@ -1,0 +1,104 @@
+"""The console's cards (poolweb.console.cards and .drafts): a draft read leniently, marked against
+the live version, with the API's errors placed at the cards their paths concern."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from poolweb.console.cards import Amount, Bar, Finding, Link, Mark, Removed, bar
+from poolweb.console.drafts import document_board, draft_board
+from tests.poolweb.conftest import document
+
+
+def board_of(doc: dict):
+    return document_board(doc)
+
+
+def test_a_document_reads_into_cards_with_every_default_spelled_out():
+    doc = document()
+    doc["pools"][0]["execution_order"] = ["job"]
+    doc["profiles"][0]["connections"] = [{"pool": "a100", "name": "½ A100"}]
+
+    board = board_of(doc)
+
+    h100, a100 = board.pools
+    assert (h100.name, h100.capacity, h100.order) == ("h100", (Amount("gpu", "8"),), ("job", "4xgpu"))
+    assert a100.order == ("4xgpu", "half")  # none listed: connected profiles by name
+    half = board.profiles[0]
+    assert (half.resources, half.connections, half.dynamic) == ((Amount("gpu", "0.5"),), (Link("a100", "½ A100"),), False)
+    assert board.profiles[1].connections == (Link("h100", "h100"), Link("a100", "a100"))
+    assert board.policies[0].quotas[0].scope == "*"
+    assert (board.policies[1].priority, board.policies[0].priority) == ("10", "0")
+
+
+@pytest.mark.parametrize("broken", [
+    None, [], {"pools": "x"}, {"pools": [1, None, {"name": 5, "capacity": [1]}]},
+    {"profiles": [{"connections": [None, {"pool": 3}], "resources": {"gpu": "lots"}, "policies": "dev"}]},
+    {"policies": [{"quotas": [{"reserved": {}}, "x"], "priority": "high"}]},
+])
+def test_anything_a_draft_holds_reads_into_cards_without_failing(broken):
+    board = board_of(broken)
+    assert board.editing is False
+
+
+def test_a_value_that_is_not_a_quantity_shows_as_written_and_zeros_do_not_show():
+    board = board_of({"pools": [{"name": "p", "capacity": {"gpu": "lots", "mcpu": 0, "licence": "1.50"}}]})
+    assert board.pools[0].capacity == (Amount("gpu", "lots"), Amount("licence", "1.5"))
+
+
+def live_cards():
+    return board_of(document())
+
+
+def test_the_draft_is_marked_against_the_live_version():
+    doc = document()
+    doc["pools"].append({"name": "l4", "capacity": {"gpu": 2}})
+    doc["pools"][0]["capacity"] = {"gpu": "8"}
+    doc["profiles"][1]["connections"].reverse()
+    doc["profiles"][1]["policies"] = ["research"]
+    doc["policies"][1]["priority"] = 5
+    del doc["profiles"][2]
+
+    board = draft_board(doc, live_cards(), [], [])
+
+    # h100 loses job from its execution order; its capacity is the same however it is written.
+    assert [(p.name, p.mark) for p in board.pools] == [("h100", Mark("changed", ("execution order",))), ("a100", None),
+                                                       ("l4", Mark("added"))]
+    assert board.profiles[1].mark == Mark("changed", ("connections", "policy rank"))
+    assert board.policies[1].mark == Mark("changed", ("priority",))
+    assert board.removed == (Removed("profile", "job"),)
+    assert board.editing is True
+
+
+def test_each_issue_goes_to_the_card_its_path_concerns_and_the_rest_to_the_summary():
+    errors = [{"path": "profiles[1].connections", "code": "no_connection", "message": "no connection"},
+              {"path": "pools", "code": "removal_refused", "message": "still in use"},
+              {"path": "policies[7].name", "code": "invalid_name", "message": "beyond the cards"}]
+    warnings = [{"path": "policies[0].group", "code": "group_empty", "message": "no members"}]
+
+    board = draft_board(document(), live_cards(), errors, warnings)
+
+    assert board.profiles[1].issues == (Finding("error", "profiles[1].connections", "no connection"),)
+    assert board.policies[0].issues == (Finding("warning", "policies[0].group", "no members"),)
+    assert [i.message for i in board.issues] == ["still in use", "beyond the cards"]
+    assert (board.errors, board.warnings) == (3, 1)
+
+
+@pytest.mark.parametrize("used, total, over, expected", [
+    (0, 8000, None, Bar("gpu", "0", "8", 0, None)),
+    (2500, 8000, None, Bar("gpu", "2.5", "8", 31, None)),
+    (10000, 8000, 2000, Bar("gpu", "10", "8", 100, "2")),
+    (0, 0, None, Bar("gpu", "0", "0", 0, None)),
+    (1000, 0, 1000, Bar("gpu", "1", "0", 100, "1")),
+])
+def test_a_usage_bar_says_in_use_of_total_as_the_api_writes_them(used, total, over, expected):
+    assert bar("gpu", used, total, over) == expected
+
+
+def test_marks_compare_what_the_cards_show_not_how_the_document_spells_it():
+    doc = copy.deepcopy(document())
+    doc["profiles"][0]["connections"][0]["name"] = "a100"  # the default, written out
+    doc["policies"][0]["quotas"][0]["scope"] = "*"
+    assert all(card.mark is None for card in (*draft_board(doc, live_cards(), [], []).profiles,))

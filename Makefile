@@ -32,11 +32,12 @@ test: $(STAMP)
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-## make bench: print the engine's, the service's and the event stream's figures; write bench/results.json
+## make bench: print the engine's, the service's, the event stream's and the front door's figures; write bench/results.json
 bench: $(STAMP)
 	$(PY) -m bench.engine
 	$(PY) -m bench.runtime
 	$(PY) -m bench.events
+	$(PY) -m bench.front_door
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

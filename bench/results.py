@@ -16,9 +16,14 @@ def percentile(values: list[float], p: int) -> float:
 
 def merge_runtime(figures: dict[str, float | None], stamp: str) -> None:
     """Merge ``figures`` into the "runtime" section; other sections and keys are kept."""
+    merge_section("runtime", figures, stamp)
+
+
+def merge_section(name: str, figures: dict[str, float | None], stamp: str) -> None:
+    """Merge ``figures`` into section ``name``, stamped; other sections and keys are kept."""
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    runtime = results.get("runtime", {})
-    runtime.update({key: None if value is None else round(value, 3) for key, value in figures.items()})
-    runtime[stamp] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    results["runtime"] = runtime
+    section = results.get(name, {})
+    section.update({key: None if value is None else round(value, 3) for key, value in figures.items()})
+    section[stamp] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    results[name] = section
     RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")

@@ -1,14 +1,14 @@
-"""How fast is the running service? Submission → allocated through the real worker, and one
+"""How fast is the running service? Submission → allocated through the real pass loop, and one
 reconcile pass over 10,000 pending requests with snapshot and apply, on SQLite and PostgreSQL.
 Prints a table and merges figures into the "runtime" section of results.json.
 
 Each part runs in a child process of its own with its own throwaway database (Django is set up
 once per process, for one database):
 
-- ``latency``: a temporary SQLite database, ``manage.py qcluster`` started as ``make run`` starts
-  it, 200 submissions one after another with free capacity, each timed from the submit call to
-  seeing it allocated. Baseline, same run: the same with the pass run inline by the submitter
-  (no queue hop), which is the floor the worker's latency adds to.
+- ``latency``: a temporary SQLite database, the pass loop (``manage.py reconcile --follow``)
+  started as ``make run`` starts it, 200 submissions one after another with free capacity, each
+  timed from the submit call to seeing it allocated. Baseline, same run: the same with the pass
+  run inline by the submitter (no hop), which is the floor the loop's latency adds to.
 - ``pass``: scenario A of bench/engine.py (100 pools, 50 policies, 2,000 live, 10,000 pending)
   stored as rows, then ``reconcile_pass()`` timed, snapshot to commit. ``pass_10k_ms``: a pass
   over that queue after five releases (it grants into the freed room and rewrites the waits that
@@ -90,8 +90,8 @@ def postgres_database():
 
 
 ROWS = (  # key, label, target
-    ("submit_to_allocated_p50_ms", "submit -> allocated p50, worker (ms)", None),
-    ("submit_to_allocated_p95_ms", "submit -> allocated p95, worker (ms)", 1000),
+    ("submit_to_allocated_p50_ms", "submit -> allocated p50, pass loop (ms)", None),
+    ("submit_to_allocated_p95_ms", "submit -> allocated p95, pass loop (ms)", 1000),
     ("submit_inline_p95_ms", "  baseline: pass inline, p95 (ms)", None),
     ("pass_10k_ms_sqlite", "pass, 10k pending, SQLite (ms)", 500),
     ("pass_10k_cold_ms_sqlite", "  first pass after 10k arrived (ms)", None),
@@ -148,16 +148,17 @@ def latency_part() -> dict[str, float]:
     settings.POOLWEB = {**settings.POOLWEB, "PASSES": "inline"}
     inline = [submit_and_wait() for _ in range(SUBMISSIONS)]
     settings.POOLWEB = {**settings.POOLWEB, "PASSES": "worker"}
-    worker = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0)
+    loop = subprocess.Popen([sys.executable, "manage.py", "reconcile", "--follow"], cwd=ROOT,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            process_group=0)
     try:
-        submit_and_wait()  # the worker is up
+        submit_and_wait()  # the loop is up: its first pass, once it listens, grants this one
         queued = [submit_and_wait() for _ in range(SUBMISSIONS)]
-    finally:  # SIGTERM to the leader only: qcluster stops its own pool (see manage.py serve)
-        worker.terminate()
-        worker.wait(timeout=30)
+    finally:
+        loop.terminate()
+        loop.wait(timeout=30)
         with suppress(ProcessLookupError):
-            os.killpg(worker.pid, 9)
+            os.killpg(loop.pid, 9)
     return {"submit_to_allocated_p50_ms": percentile(queued, 50),
             "submit_to_allocated_p95_ms": percentile(queued, 95),
             "submit_inline_p50_ms": percentile(inline, 50), "submit_inline_p95_ms": percentile(inline, 95),

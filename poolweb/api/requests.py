@@ -35,7 +35,7 @@ from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import (
     RequestFilters, pending_count, request_by_idempotency_key, request_get, request_history, request_list,
 )
-from poolweb.selectors.versions import live_config
+from poolweb.selectors.versions import live_prepared
 from poolweb.services import requests as services
 from poolweb.services.payloads import change_data, request_data
 from reconcile import State
@@ -166,8 +166,9 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
             if earlier is not None:
                 return earlier, False
         check_pending_cap(request.user)
-        submission = read_submission(request.data, live_config())
-        return services.request_submit(user=request.user, submission=submission, idempotency_key=key)
+        live = live_prepared()
+        submission = read_submission(request.data, live.config)
+        return services.request_submit(user=request.user, submission=submission, idempotency_key=key, live=live)
 
 
 class RequestView(CatchUpOnRead, APIView):

@@ -20,8 +20,8 @@ from django.db.models import Count, F, QuerySet
 
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
-from poolweb.selectors.versions import live_config, live_prepared
-from reconcile import ALL_POOLS, State
+from poolweb.selectors.versions import Prepared, live_config, live_prepared
+from reconcile import ALL_POOLS, Config, Request, State
 from reconcile.document import NAME_PATTERN
 from reconcile.quantity import unmetered_keys
 from reconcile.report import usage_report
@@ -74,18 +74,26 @@ def is_pool_name(name: str) -> bool:
 
 def pool_states(names: Collection[str] | None = None) -> list[PoolState]:
     """Every pool of the live configuration (or those of ``names``), in configuration order."""
-    config = live_config()
     live_rows = RequestRow.objects.filter(state__in=LIVE_STATES)
     held_rows = RequestRow.objects.filter(state=PENDING, held_pool__isnull=False)
     pending_rows = RequestRow.objects.filter(state=PENDING, queue_pool__isnull=False)
     if names is not None:
         live_rows, held_rows = live_rows.filter(pool__in=names), held_rows.filter(held_pool__in=names)
         pending_rows = pending_rows.filter(queue_pool__in=names)
-    live = list(live_rows.values_list("pool", "resources", "preempted_by"))
     pending = dict(pending_rows.order_by().values("queue_pool").annotate(n=Count("id")).values_list("queue_pool", "n"))
+    return pool_states_of(live_config(), live_rows.values_list("pool", "resources", "preempted_by"),
+                          held_rows.values_list("id", "held_pool", "resources"), pending, names)
+
+
+def pool_states_of(config: Config, live: Iterable[tuple[str | None, Mapping[str, int], int | None]],
+                   holders: Iterable[tuple[int, str, Mapping[str, int]]], pending: Mapping[str, int],
+                   names: Collection[str] | None = None) -> list[PoolState]:
+    """``pool_states`` of values at hand: (pool, resources, preempted_by) of the live requests,
+    (id, held pool, resources) of the preemptors holding room, and the pending count per queue
+    pool; a pass announces what it wrote this way."""
+    live, holders = list(live), list(holders)
     used = _sum_by_pool((pool, resources) for pool, resources, _ in live)
     running = Counter(pool for pool, _, _ in live)
-    holders = list(held_rows.values_list("id", "held_pool", "resources"))
     held = _sum_by_pool((pool, resources) for _, pool, resources in holders)
     beyond = _sum_by_pool(_held_room(holders, live))
     return [_pool_state(pool.name, pool.description, dict(pool.capacity), used.get(pool.name, {}),
@@ -146,12 +154,18 @@ def pool_queue(name: str) -> QuerySet[RequestRow]:
 def policy_states(names: Collection[str] | None = None) -> list[PolicyState]:
     """Every policy of the live configuration (or those of ``names``), in configuration order,
     with its usage rows (reconcile.report: one per scope and key with a quota row or live usage)."""
-    config, terms = live_prepared()
     live_rows = RequestRow.objects.filter(state__in=LIVE_STATES)
     if names is not None:
         live_rows = live_rows.filter(policy__in=names)
     live = [to_engine(row) for row in live_rows.values_list(*SNAPSHOT_FIELDS)]
-    pending = _pending_by_policy_and_pool(names)
+    return policy_states_of(live_prepared(), live, _pending_by_policy_and_pool(names), names)
+
+
+def policy_states_of(version: Prepared, live: list[Request], pending: Mapping[tuple[str, str], int],
+                     names: Collection[str] | None = None) -> list[PolicyState]:
+    """``policy_states`` of values at hand: the live version, the live requests, and the pending
+    count per (policy, queue pool) and per (policy, "*")."""
+    config, terms = version
     running: Counter[tuple[str, str]] = Counter()
     for request in live:
         running[(request.policy, request.pool)] += 1
@@ -160,9 +174,9 @@ def policy_states(names: Collection[str] | None = None) -> list[PolicyState]:
     for row in usage_report(config, live, terms):
         at = (row.policy, row.scope)
         rows_of[row.policy].append(ScopeUsage(row.scope, row.key, row.usage, row.reserved, row.limit, row.borrowed,
-                                              pending[at], running[at]))
+                                              pending.get(at, 0), running[at]))
     return [PolicyState(policy.name, policy.description, policy.group, policy.priority,
-                        pending[(policy.name, ALL_POOLS)], running[(policy.name, ALL_POOLS)],
+                        pending.get((policy.name, ALL_POOLS), 0), running[(policy.name, ALL_POOLS)],
                         tuple(rows_of[policy.name]))
             for policy in config.policies if names is None or policy.name in names]
 

@@ -10,6 +10,7 @@ from typing import NamedTuple
 from django.conf import settings
 
 from poolweb import sql
+from poolweb.models import SiteState
 from poolweb.selectors.versions import Prepared, prepared, site
 from reconcile import Reason, Request, Snapshot, State, Vector
 
@@ -63,9 +64,10 @@ def load_snapshot(now: datetime) -> Snapshot:
     return load_pass_input(now).snapshot
 
 
-def load_pass_input(now: datetime) -> PassInput:
-    """The snapshot at ``now``, the live version prepared, and the stored wait of each pending request."""
-    state = site()
+def load_pass_input(now: datetime, state: SiteState | None = None) -> PassInput:
+    """The snapshot at ``now``, the live version prepared, and the stored wait of each pending
+    request; ``state`` is the site row when the caller read it already (under the pass lock)."""
+    state = state or site()
     version = prepared(state.live_version)
     requests, waits = [], {}
     vectors: dict[str, Vector] = {}  # most requests share their profile's resources: one Vector each

@@ -61,8 +61,11 @@ EMPTY = Prepared(Config(), TermsCache(Config()))
 
 
 def site() -> SiteState:
-    """The site row (the live version and the switch) as stored; defaults before the first write."""
-    return SiteState.objects.select_related("live_version").filter(pk=1).first() or SiteState(pk=1)
+    """The site row (the live version and the switch) as stored; defaults before the first write.
+    Without the version's document: the engine reads the version's rows (prepared once), and the
+    document, read and decoded on every request, cost more than the rest of the row."""
+    return (SiteState.objects.select_related("live_version").defer("live_version__document").filter(pk=1).first()
+            or SiteState(pk=1))
 
 
 def live_version() -> ConfigVersion | None:

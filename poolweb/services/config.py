@@ -122,8 +122,7 @@ def version_restore(*, number: int, user) -> dict:
 
 def management_set(*, enabled: bool, user) -> bool:
     """Switch resource management on or off (R-30, R-58); the new state."""
-    with transaction.atomic():
-        state = site_locked()
+    with site_locked() as state, transaction.atomic():
         changed = state.management_enabled != enabled
         state.management_enabled = enabled
         state.save(update_fields=["management_enabled"])
@@ -143,8 +142,7 @@ def _provision(*, document: Any, author, comment: str, author_name: str = "",
     if errors or checked.config is None:
         raise ConfigInvalid(errors)
     normalised = json_ready(to_document(checked.config))
-    with transaction.atomic():
-        state = site_locked()
+    with site_locked() as state, transaction.atomic():
         if if_changed and state.live_version is not None and state.live_version.document == normalised:
             return None
         # R-57 is checked under the lock, against the requests live at this moment.

@@ -5,7 +5,7 @@ rows in ``seq`` order, so ``seq`` order must be commit order (``sql.lock_outbox`
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from datetime import datetime
 from types import SimpleNamespace
 
@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from poolweb import sql
 from poolweb.models import Event
-from poolweb.selectors.live import policy_states, pool_states
+from poolweb.selectors.live import PolicyState, PoolState
 from poolweb.services.payloads import REQUEST_FIELDS, policy_state_data, pool_state_data, request_data
 
 REQUEST_UPDATED = "request.updated"
@@ -33,26 +33,51 @@ def publish(type: str, data: dict, *, owner_id: int | None = None) -> None:
 
 
 def publish_requests(request_ids: Iterable[int]) -> None:
-    """``request.updated`` with the request object of each, as the API shows it now. Read by
-    plain queries, not as model instances: a pass may announce ten thousand."""
+    """``request.updated`` with the request object of each, as the API shows it now."""
+    publish_request_dicts(request_dicts(request_ids).values())
+
+
+def request_dicts(request_ids: Iterable[int]) -> dict[int, dict]:
+    """The requests' ``REQUEST_FIELDS`` by id, decoded, for ``publish_request_dicts``. Read by plain
+    queries, not as model instances: a pass may announce ten thousand. A pass reads them before
+    its write transaction and lays its own columns over them."""
     rows = [dict(zip(REQUEST_FIELDS, row)) for row in sql.select_requests(REQUEST_FIELDS, "id", sorted(request_ids))]
     usernames = dict(User.objects.filter(pk__in={row["owner"] for row in rows}).values_list("id", "username"))
-    events = []
     for row in rows:
-        owner_id = row["owner"]
         row.update({name: sql.moment(row[name]) for name in _MOMENTS}, resources=sql.decoded(row["resources"]),
-                   labels=sql.decoded(row["labels"]), owner=SimpleNamespace(username=usernames[owner_id]),
-                   pk=row["id"])
-        events.append((REQUEST_UPDATED, owner_id, request_data(SimpleNamespace(**row))))
-    _write(events)
+                   labels=sql.decoded(row["labels"]), owner_id=row["owner"],
+                   owner=SimpleNamespace(username=usernames[row["owner"]]), pk=row["id"])
+    return {row["id"]: row for row in rows}
 
 
-def publish_live(pools: Collection[str], policies: Collection[str]) -> None:
-    """``pool.updated`` and ``policy.updated`` for the named pools and policies that are live."""
-    events = [(POOL_UPDATED, None, pool_state_data(state)) for state in pool_states(pools)] if pools else []
-    if policies:
-        events += [(POLICY_UPDATED, None, policy_state_data(state)) for state in policy_states(policies)]
-    _write(events)
+def publish_request_dicts(rows: Iterable[dict]) -> None:
+    publish_encoded(encoded_requests(rows).values())
+
+
+Encoded = tuple[str, int | None, str]  # (type, owner_id, data as JSON text): an event ready to write
+
+
+def encoded_requests(rows: Iterable[dict]) -> dict[int, Encoded]:
+    """``request.updated`` of each row of ``request_dicts``, by request id, encoded already: a pass
+    encodes its thousands before it takes the write lock."""
+    return {row["id"]: (REQUEST_UPDATED, row["owner_id"], sql.json_text(request_data(SimpleNamespace(**row))))
+            for row in rows}
+
+
+def publish_encoded(events: Iterable[Encoded]) -> None:
+    _write_encoded(list(events))
+
+
+def publish_request_rows(rows: Iterable) -> None:
+    """``request.updated`` for requests whose rows are at hand (model instances with their owner),
+    as they are: a submission or a release announces its own row without reading it again."""
+    _write([(REQUEST_UPDATED, row.owner_id, request_data(row)) for row in rows])
+
+
+def publish_live(pools: Iterable[PoolState], policies: Iterable[PolicyState]) -> None:
+    """``pool.updated`` and ``policy.updated`` with these states."""
+    _write([(POOL_UPDATED, None, pool_state_data(state)) for state in pools]
+           + [(POLICY_UPDATED, None, policy_state_data(state)) for state in policies])
 
 
 def prune(older_than: datetime, keep: int) -> int:
@@ -71,6 +96,10 @@ def prune(older_than: datetime, keep: int) -> int:
 
 
 def _write(events: list[tuple[str, int | None, dict]]) -> None:
+    _write_encoded([(type, owner_id, sql.json_text(data)) for type, owner_id, data in events])
+
+
+def _write_encoded(events: list[Encoded]) -> None:
     if not events:
         return
     if not transaction.get_connection().in_atomic_block:

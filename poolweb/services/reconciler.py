@@ -10,15 +10,19 @@ decisions are dropped with it (R-40, R-41). One change is not safe to drop aroun
 that renewed a lease the plan expires. Grants of the same plan may already use the room the
 expiry frees, so the whole plan is void; it is rolled back and made again from a fresh read.
 
-One pass at a time: the site row is locked (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the
-IMMEDIATE transaction holds the database's one write lock from its start), which also keeps
-provisions (R-57) from changing the configuration under a pass.
+One pass at a time, and no provision (R-57) under a pass: the pass holds the pass lock
+(``site_locked``) from its clock to its commit. That lock is not the database's write lock: the
+snapshot is read and planned outside any write transaction (SQLite's WAL lets writers commit
+meanwhile), and only the writes take it, in one short transaction. So a submission, release,
+cancel or heartbeat can commit between the read and the write on both databases, and the conflict
+rules above are what keep the plan honest.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -26,12 +30,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from poolweb import sql
-from poolweb.models import PassRecord, Request as RequestRow
+from poolweb.models import LiveChange, PassRecord, Request as RequestRow
+from poolweb.selectors.live import PolicyState, PoolState, policy_states_of, pool_states_of
 from poolweb.selectors.snapshot import NO_WAIT, StoredWait, load_pass_input
+from poolweb.selectors.versions import Prepared
 from poolweb.services import events
 from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.site import site_locked
-from reconcile import Plan, Request, Snapshot, State, plan
+from reconcile import ALL_POOLS, Plan, Request, Snapshot, State, plan
 from reconcile.collector import collector_paused
 
 log = logging.getLogger(__name__)
@@ -62,6 +68,12 @@ class Writes:
     pools: set[str] = field(default_factory=set)
     policies: set[str] = field(default_factory=set)
     conflicts: int = 0
+    after: dict[int, Request] = field(default_factory=dict)  # every request of the snapshot, as the plan leaves it
+    dropped: set[int] = field(default_factory=set)  # conflicts: no longer what the snapshot said
+    payloads: dict[int, dict] = field(default_factory=dict)  # the announced, read before the write
+    encoded: dict[int, events.Encoded] = field(default_factory=dict)  # their events, encoded before it
+    live_states: tuple[list[PoolState], list[PolicyState]] = ([], [])  # as planned, made before it
+    live_changes: list[int] = field(default_factory=list)  # LiveChange rows this pass announces
 
 
 class PlanVoid(Exception):
@@ -86,32 +98,81 @@ def reconcile_pass(*, now: datetime | None = None, dry_run: bool = False, trigge
 
 def _pass(now: datetime | None, dry_run: bool, trigger: str) -> PassResult:
     started = time.perf_counter()
-    with transaction.atomic(), collector_paused():
-        site_locked()
+    with site_locked() as state, collector_paused():
         now = now or timezone.now()  # under the lock: a pass that waited behind another is not in the past
-        snapshot, version, waits = load_pass_input(now)
+        # Read before the snapshot: a change committed after this read leaves its row to the next pass.
+        live_changes = [] if dry_run else list(LiveChange.objects.values_list("id", "pool", "policy"))
+        snapshot, version, waits = load_pass_input(now, state)
         decided = plan(snapshot, version.terms)
-        writes = Writes() if dry_run else apply_plan(snapshot, waits, decided)
-        result = _result(snapshot, decided, writes, started)
-        if writes.fields or writes.conflicts:
-            _record(result, now, trigger)
-    return result
+        writes = Writes() if dry_run else planned_writes(snapshot, waits, decided)
+        for change_id, pool, policy in live_changes:
+            writes.live_changes.append(change_id)
+            writes.pools.update([pool] if pool else [])
+            writes.policies.add(policy)
+        if writes.fields or writes.pools or writes.policies:
+            _prepare_events(version, decided, writes)  # outside the write lock
+            with transaction.atomic():  # on SQLite the write lock, from here to the commit only
+                apply_plan(version, decided, writes)
+                result = _result(snapshot, decided, writes, started)
+                if writes.fields or writes.conflicts:
+                    _record(result, now, trigger)
+            return result
+    return _result(snapshot, decided, writes, started)
 
 
-def apply_plan(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) -> Writes:
-    """Write ``decided`` and its events; what was written comes back."""
-    writes = planned_writes(snapshot, waits, decided)
-    _drop_conflicts(writes)
+def apply_plan(version: Prepared, decided: Plan, writes: Writes) -> None:
+    """Write the planned rows still as the plan saw them, and the events of what was written;
+    in the caller's transaction."""
+    renewed = _drop_conflicts(writes)
     sql.update_requests(writes.fields)
     sql.insert_changes([entry for entry in writes.history if entry[0] in writes.fields])
-    events.publish_requests(writes.announced & writes.fields.keys())
-    events.publish_live(writes.pools, writes.policies)
-    return writes
+    writes.encoded.update(events.encoded_requests(writes.payloads[request_id] for request_id in renewed))
+    events.publish_encoded(writes.encoded[request_id] for request_id in sorted(writes.encoded.keys() & writes.fields))
+    # Made again only when rows changed under the pass (rare): a walk over every request.
+    events.publish_live(*(_live_states(version, decided, writes) if writes.dropped else writes.live_states))
+    LiveChange.objects.filter(pk__in=writes.live_changes).delete()
+
+
+def _prepare_events(version: Prepared, decided: Plan, writes: Writes) -> None:
+    """The announced request objects, read now and overlaid with what the pass will write, their
+    events encoded, and the announced pools' and policies' states: ten thousand requests after a
+    burst, none of it under the write lock (on PostgreSQL, under the outbox lock)."""
+    writes.payloads = events.request_dicts(writes.announced)
+    for request_id, row in writes.payloads.items():
+        row.update(writes.fields[request_id])
+    writes.encoded = events.encoded_requests(writes.payloads.values())
+    writes.live_states = _live_states(version, decided, writes)
+
+
+def _live_states(version: Prepared, decided: Plan, writes: Writes) -> tuple[list[PoolState], list[PolicyState]]:
+    """The announced pools and policies as this pass leaves them, from its own values (no query):
+    the snapshot with the plan applied, less the requests that changed under it (they left a
+    ``LiveChange``, so the next pass announces them again)."""
+    live, holders = [], []
+    pending: Counter = Counter()
+    for request in writes.after.values():
+        if request.id in writes.dropped:
+            continue
+        if request.state.live:
+            live.append(request)
+        elif request.state is State.PENDING:
+            if request.held_pool:
+                holders.append((request.id, request.held_pool, request.resources))
+            waiting = decided.waiting.get(request.id)
+            if waiting is not None and waiting.pool:
+                pending.update([waiting.pool, (request.policy, waiting.pool), (request.policy, ALL_POOLS)])
+            else:
+                pending[(request.policy, ALL_POOLS)] += 1
+    pools = pool_states_of(version.config, ((r.pool, r.resources, r.preempted_by) for r in live if r.pool in writes.pools),
+                           holders, pending, writes.pools) if writes.pools else []
+    policies = policy_states_of(version, [r for r in live if r.policy in writes.policies], pending,
+                                writes.policies) if writes.policies else []
+    return pools, policies
 
 
 def planned_writes(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) -> Writes:
-    writes = Writes()
-    _write_decisions(writes, {r.id: r for r in snapshot.requests}, waits, decided)
+    writes = Writes(after={r.id: r for r in snapshot.requests})
+    _write_decisions(writes, writes.after, waits, decided)
     _write_waits(writes, snapshot, waits, decided)
     return writes
 
@@ -154,10 +215,11 @@ def _write_waits(writes: Writes, snapshot: Snapshot, waits: dict[int, StoredWait
             writes.policies.add(policy_of[request_id])
 
 
-def _drop_conflicts(writes: Writes) -> None:
+def _drop_conflicts(writes: Writes) -> list[int]:
     """Lock the rows to write; drop those no longer in the state the plan saw, and with a
-    preemptor its victims; ``PlanVoid`` when a lease the plan expires was renewed."""
-    ids = list(writes.fields)
+    preemptor its victims; ``PlanVoid`` when a lease the plan expires was renewed. Returns the
+    announced requests whose lease was renewed meanwhile (their events are made again)."""
+    ids, renewed = list(writes.fields), []
     for start in range(0, len(ids), sql.CHUNK):
         chunk = ids[start:start + sql.CHUNK]
         current = {request_id: (state, lease) for request_id, state, lease in
@@ -169,14 +231,27 @@ def _drop_conflicts(writes: Writes) -> None:
                 _drop(writes, request_id)
             elif request_id in writes.leases and lease != writes.leases[request_id]:
                 raise PlanVoid(f"the lease of request {request_id} was renewed")
+            elif _renewed_meanwhile(writes, request_id, lease):
+                writes.payloads[request_id]["lease_expires_at"] = lease
+                renewed.append(request_id)
     now = timezone.now()
     for fields in writes.fields.values():
         fields["updated_at"] = now  # a plain UPDATE skips auto_now
+    return renewed
+
+
+def _renewed_meanwhile(writes: Writes, request_id: int, lease: datetime | None) -> bool:
+    """Whether an announced request the pass writes without touching its lease had it renewed
+    since the announcement was read (a heartbeat): its event must carry the new lease."""
+    return (request_id in writes.payloads and request_id in writes.fields
+            and "lease_expires_at" not in writes.fields[request_id]
+            and lease != writes.payloads[request_id]["lease_expires_at"])
 
 
 def _drop(writes: Writes, request_id: int) -> None:
     if writes.fields.pop(request_id, None) is not None:
         writes.conflicts += 1
+        writes.dropped.add(request_id)
     for victim in writes.victims.pop(request_id, ()):  # no preemption for a request that left (R-40)
         _drop(writes, victim)
 

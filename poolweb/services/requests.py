@@ -22,7 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from poolweb import sql
-from poolweb.models import Request as RequestRow
+from poolweb.models import LiveChange, Request as RequestRow
 from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key, request_get
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
 from poolweb.selectors.versions import Prepared, live_prepared
@@ -65,26 +65,30 @@ class Submission:
 
 # --- submit --------------------------------------------------------------------------------------
 
-def request_submit(*, user, submission: Submission, idempotency_key: str | None = None) -> tuple[RequestRow, bool]:
-    """Submit a request; returns it (fresh, possibly allocated already) and whether it is new.
+def request_submit(*, user, submission: Submission, idempotency_key: str | None = None,
+                   live: Prepared | None = None) -> tuple[RequestRow, bool]:
+    """Submit a request; returns it (possibly allocated already, when the pass ran inline) and
+    whether it is new. ``live`` is the live version the submission was read against, when the
+    caller has it (one read of the site row per submission, not two).
 
     ``PermissionDenied`` when ``user`` is neither staff nor in the policy's group.
     """
-    live = live_prepared()
+    live = live or live_prepared()
     config = live.config
     if not may_submit(user, config, submission.policy):
         raise PermissionDenied(f"you may not submit to policy {submission.policy}: you are not in its group "
                                f"{config.policy[submission.policy].group or '(none)'}")
     row, created = request_create(user=user, submission=submission, live=live, idempotency_key=idempotency_key)
-    if created and row.state == State.PENDING.value:
-        _reconcile()
-    return RequestRow.objects.select_related("owner").get(pk=row.pk), created
+    if created and row.state == State.PENDING.value and _reconcile():
+        row = RequestRow.objects.select_related("owner").get(pk=row.pk)  # the pass ran here: it may be granted
+    return row, created
 
 
 @transaction.atomic
 def request_create(*, user, submission: Submission, live: Prepared,
                    idempotency_key: str | None = None) -> tuple[RequestRow, bool]:
     """Store a submission: ``rejected`` with its reason when it can never run (R-14), else ``pending``.
+    One INSERT and its event; the pass judges it later.
 
     Two racing submissions with one ``idempotency_key`` meet at the unique constraint; the loser
     returns the winner's request.
@@ -102,7 +106,7 @@ def request_create(*, user, submission: Submission, live: Prepared,
         with transaction.atomic():
             row = RequestRow.objects.create(**fields)
             sql.insert_changes([(row.pk, now, row.state, row.reason, row.message, row.attempt, None)])
-            events.publish_requests([row.pk])
+            events.publish_request_rows([row])
             return row, True
     except IntegrityError:
         earlier = request_by_idempotency_key(user=user, key=idempotency_key) if idempotency_key else None
@@ -123,9 +127,9 @@ def may_submit(user, config: Config, policy: str) -> bool:
 
 def request_heartbeat(*, user, request_id: int, attempt: int | None = None) -> RequestRow:
     """R-50: renew the lease of a live request for another ``lease_seconds``; ``RequestNotLive``
-    otherwise, and when ``attempt`` is given and is not the request's current one."""
-    _renew(user=user, request_id=request_id, attempt=attempt)
-    return _fresh(user, request_id)
+    otherwise, and when ``attempt`` is given and is not the request's current one. No pass: a
+    renewal frees and takes nothing."""
+    return _renew(user=user, request_id=request_id, attempt=attempt)
 
 
 def request_release(*, user, request_id: int, attempt: int | None = None) -> RequestRow:
@@ -144,37 +148,43 @@ Action = Callable[[Request, str], Decision | None]
 
 
 def _act(user, request_id: int, action: Action, attempt: int | None = None) -> RequestRow:
-    if _carry_out(user=user, request_id=request_id, action=action, attempt=attempt):
-        _reconcile()
-    return _fresh(user, request_id)
+    row, changed = _carry_out(user=user, request_id=request_id, action=action, attempt=attempt)
+    if changed and _reconcile():
+        row = _fresh(user, request_id)  # the pass ran here and may have moved it on
+    return row
 
 
 @transaction.atomic
-def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) -> bool:
-    """Decide ``action`` on a request ``user`` may see and write it; True if it changed anything.
+def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) -> tuple[RequestRow, bool]:
+    """Decide ``action`` on a request ``user`` may see and write it: the request as it is now,
+    and whether anything changed.
 
     The write is conditional on the state read: a pass that moved the request meanwhile makes it
-    a ``RequestConflict`` instead of a lost update.
+    a ``RequestConflict`` instead of a lost update. The pool's and the policy's new numbers are
+    left to the pass this change asks for (``LiveChange``): computing them here read every live
+    and queued request of the pool and the policy, on every release.
     """
     row = _locked(user, request_id)
     before, queue_pool = to_engine(row), row[len(SNAPSHOT_FIELDS)]
     if attempt is not None and attempt != before.attempt:
-        return False
+        return _fresh(user, request_id), False
     decision = action(before, user.get_username())
     if decision is None:
-        return False
+        return _fresh(user, request_id), False
     now = timezone.now()
     after, columns = decision_columns(before, decision, now)
     if not RequestRow.objects.filter(pk=request_id, state=before.state.value).update(**columns):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
     sql.insert_changes([history_entry(after, decision, now)])
-    events.publish_requests([request_id])
-    events.publish_live({before.pool, queue_pool} - {None}, {before.policy})  # its capacity or place is free now
-    return True
+    # Its capacity or its place is free now: the pass announces the pool's and the policy's numbers.
+    LiveChange.objects.create(pool=before.pool or queue_pool or "", policy=before.policy)
+    row = _fresh(user, request_id)
+    events.publish_request_rows([row])
+    return row, True
 
 
 @transaction.atomic
-def _renew(*, user, request_id: int, attempt: int | None) -> None:
+def _renew(*, user, request_id: int, attempt: int | None) -> RequestRow:
     before = to_engine(_locked(user, request_id))
     now = timezone.now()
     if attempt is not None and attempt != before.attempt:
@@ -190,7 +200,9 @@ def _renew(*, user, request_id: int, attempt: int | None) -> None:
     if not RequestRow.objects.filter(pk=request_id, state=before.state.value).update(
             lease_expires_at=after.lease_expires_at):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
-    events.publish_requests([request_id])  # its lease_expires_at is news to whoever follows it
+    row = _fresh(user, request_id)
+    events.publish_request_rows([row])  # its lease_expires_at is news to whoever follows it
+    return row
 
 
 def _locked(user, request_id: int) -> tuple:
@@ -212,9 +224,11 @@ def _fresh(user, request_id: int) -> RequestRow:
     return row
 
 
-def _reconcile() -> None:
-    """Ask for a pass; the change is committed already, so a failing pass must not fail the call."""
+def _reconcile() -> bool:
+    """Ask for a pass; True if it ran here (inline). The change is committed already, so a failing
+    pass must not fail the call."""
     try:
-        reconcile_soon("request")
+        return reconcile_soon("request")
     except Exception:  # the next pass re-plans from the database; nothing is lost
         log.exception("reconcile pass after a request change failed")
+        return True  # it ran here, half-way: read the request again

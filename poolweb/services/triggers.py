@@ -1,18 +1,25 @@
 """Asking for a reconcile pass after something changed (submit, release, cancel, provision,
-management switch), and the periodic pass.
+management switch), the pass loop that answers, and the periodic pass.
 
-Services call ``reconcile_soon()`` once their own transaction has committed. It queues a
-django-q2 task for the worker, coalesced: the ``PassWanted`` row flips from false to true for the
+Services call ``reconcile_soon()`` once their own transaction has committed. It wakes the pass
+loop (``manage.py reconcile --follow``, which ``serve`` runs) through its socket
+(``services.wakeup``): no query, no broker poll. The loop takes every wake-up waiting, then
+passes, so a burst of changes during a pass gives one more pass, not one each, and a change
+committed after the loop took its wake-ups sends one it takes next.
+
+When no loop listens (the tests, a deployment that runs only the django-q2 worker), it queues a
+django-q2 task instead, coalesced: the ``PassWanted`` row flips from false to true for the
 first trigger only, and the task flips it back *before* it takes its snapshot, so a change
-committed during a pass queues exactly one more. A burst of 1,000 submissions gives a handful of
-passes. If a task is lost (a worker killed before it ran), the flag would stay up and block
-further triggers; the periodic pass lowers it, so nothing waits longer than one period.
+committed during a pass queues exactly one more. If a task is lost (a worker killed before it
+ran), the flag would stay up and block further triggers; the periodic pass lowers it, so
+nothing waits longer than one period.
 
 Time-driven decisions (a lease running out, R-50; an eviction grace ending, R-44) need a pass
 at the right moment, not only the periodic one (django-q2's scheduler looks every 30 s, so the
-minute can stretch to 90 s). Two things bring it closer: after each pass a one-off schedule is
-armed at the next deadline, and a read of the live state that finds a deadline passed asks for
-a pass (``reconcile_if_overdue``), so a client polling sees the expiry within a pass.
+minute can stretch to 90 s). The loop sleeps until the next deadline at most. Without it, after
+each task's pass a one-off schedule is armed at the next deadline; and a read of the live state
+that finds a deadline passed asks for a pass (``reconcile_if_overdue``), so a client polling
+sees the expiry within a pass.
 
 ``POOLWEB_PASSES=inline`` runs the task's function in the caller's process instead (the tests,
 and a deployment that wants no worker).
@@ -20,8 +27,11 @@ and a deployment that wants no worker).
 
 from __future__ import annotations
 
+import logging
+import time
 from datetime import datetime, timedelta
 
+from django import db
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Min, Q
@@ -31,7 +41,7 @@ from django_q.tasks import async_task
 
 from poolweb import sql
 from poolweb.models import PassRecord, PassWanted, Request as RequestRow
-from poolweb.services import events
+from poolweb.services import events, wakeup
 from poolweb.services.reconciler import PassResult, reconcile_pass
 from reconcile import State
 
@@ -40,13 +50,60 @@ PERIODIC_TASK = "poolweb.services.triggers.run_periodic_pass"
 DEADLINE = "reconcile at the next deadline"
 LIVE = (State.ALLOCATED.value, State.PREEMPTING.value)
 PREEMPTING = State.PREEMPTING.value
+IDLE_SECONDS = 60.0  # the loop passes at least this often, as the periodic pass does
+RETRY_SECONDS = 1.0
+MAX_GAP_SECONDS = 1.0  # the longest a change waits for the pass after a long one (see follow)
+
+log = logging.getLogger(__name__)
 
 
-def reconcile_soon(trigger: str = "change") -> None:
+def reconcile_soon(trigger: str = "change") -> bool:
+    """Ask for a pass; True if it ran here and is done (inline), False if one is on its way."""
     if settings.POOLWEB["PASSES"] == "inline":
         run_wanted_pass(trigger)
-    elif _raise_flag():
+        return True
+    if not wakeup.WAKER.wake() and _raise_flag():
         async_task(TASK, trigger, task_name=f"pass:{trigger}", group="reconcile")
+    return False
+
+
+def follow() -> None:
+    """The pass loop (``manage.py reconcile --follow``): a pass at start, then one whenever woken
+    or at the next deadline, until the process is stopped. A failed pass is logged and tried
+    again at the next wake-up, or after ``RETRY_SECONDS``.
+
+    Coalescing: a pass answers every wake-up that came before it read, and after a pass of D
+    seconds the next starts no sooner than D later (at most ``MAX_GAP_SECONDS``). Under a burst
+    the loop so takes at most half of one core (and its database's), and the web processes the
+    rest, while each pass takes in everything that arrived meanwhile; a quiet site passes at once,
+    and a pass over 20,000 waiting requests answers a change within two of its durations."""
+    listener = wakeup.Listener()
+    trigger = "start"
+    try:
+        while True:
+            started = time.monotonic()
+            try:
+                reconcile_pass(trigger=trigger)
+                timeout = _seconds_to(next_deadline())
+            except Exception:
+                log.exception("a pass failed; trying again at the next change or in %s s", RETRY_SECONDS)
+                db.close_old_connections()  # a connection the database dropped is opened again
+                timeout = RETRY_SECONDS
+            ended = time.monotonic()
+            woken = listener.wait(timeout)
+            if woken:
+                time.sleep(max(0.0, ended + min(ended - started, MAX_GAP_SECONDS) - time.monotonic()))
+                listener.drain()  # what came while it slept: this pass answers it too
+            trigger = "change" if woken else "deadline"
+    finally:
+        listener.close()
+
+
+def _seconds_to(deadline: datetime | None) -> float:
+    """How long the loop may sleep: until ``deadline``, at most ``IDLE_SECONDS``."""
+    if deadline is None:
+        return IDLE_SECONDS
+    return min(IDLE_SECONDS, max(0.001, (deadline - timezone.now()).total_seconds()))
 
 
 def run_wanted_pass(trigger: str = "change") -> PassResult:

@@ -1,5 +1,6 @@
-"""A live Poolweb for the client's tests: a real daphne web process and a real django-q2 worker
-(``manage.py qcluster``) on the tests' database, started once for the session, and per test the
+"""A live Poolweb for the client's tests: a real daphne web process, the pass loop
+(``manage.py reconcile --follow``) and a real django-q2 worker (``manage.py qcluster``) on the
+tests' database, as ``manage.py serve`` runs them, started once for the session, and per test the
 personas, their tokens and a small configuration.
 
 alice is an admin (she may submit to any queue, the high-priority ``urgent`` one included), bob
@@ -53,7 +54,7 @@ class Server:
     logs: Path
 
     def log(self) -> str:
-        """Both processes' output, for a failing test's report."""
+        """Every process's output, for a failing test's report."""
         return "\n".join(f"--- {path.name}\n{path.read_text(errors='replace')[-5000:]}"
                          for path in sorted(self.logs.glob("*.log")))
 
@@ -77,7 +78,8 @@ def _start(command: list[str], log: Path, environment: dict[str, str]) -> subpro
 
 @pytest.fixture(scope="session")
 def server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Server]:
-    """The web server and the worker, on the tests' database; stopped before it is dropped."""
+    """The web server, the pass loop and the worker, on the tests' database; stopped before it is
+    dropped."""
     logs = tmp_path_factory.mktemp("server")
     with django_db_blocker.unblock():
         environment = processes.environment(
@@ -87,11 +89,12 @@ def server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Ser
     web = _start(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "poolweb.asgi:application"],
                  logs / "web.log", environment)
     worker = _start(["manage.py", "qcluster"], logs / "worker.log", environment)
+    loop = _start(["manage.py", "reconcile", "--follow"], logs / "loop.log", environment)
     try:
         wait_until_listening(web, "127.0.0.1", port, START_TIMEOUT)
         yield Server(url=f"http://127.0.0.1:{port}", logs=logs)
     finally:
-        for process in (web, worker):
+        for process in (web, loop, worker):
             processes.stop(process)
 
 

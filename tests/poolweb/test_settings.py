@@ -101,7 +101,10 @@ def test_serve_listens_on_8000_when_port_is_unset(monkeypatch):
     monkeypatch.delenv("POOLWEB_HOST", raising=False)
     assert serve.listen_address() == ("127.0.0.1", 8000)
     commands = serve.child_commands("127.0.0.1", 8000)
-    assert commands["web server"][-5:] == ["-b", "127.0.0.1", "-p", "8000", "poolweb.asgi:application"]
+    web = commands["web server"]
+    assert (web[web.index("--host") + 1], web[web.index("--port") + 1], web[-1]) == (
+        "127.0.0.1", "8000", "poolweb.asgi:application")
+    assert commands["pass loop"][-2:] == ["reconcile", "--follow"]
     assert commands["worker"][-1] == "qcluster"
 
 

@@ -1,9 +1,11 @@
-"""``manage.py reconcile --once [--dry-run]``: run one pass now and print what it decided."""
+"""``manage.py reconcile --once [--dry-run]``: run one pass now and print what it decided.
+``manage.py reconcile --follow``: the pass loop ``serve`` runs (``services.triggers.follow``)."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from poolweb.services import triggers
 from poolweb.services.reconciler import PassResult, reconcile_pass
 from reconcile import Plan
 
@@ -12,15 +14,22 @@ class Command(BaseCommand):
     help = "Run one reconcile pass and print its decisions and why each pending request waits."
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--once", action="store_true", required=True,
-                            help="one pass, then exit (the worker runs passes continuously)")
+        mode = parser.add_mutually_exclusive_group(required=True)
+        mode.add_argument("--once", action="store_true", help="one pass, then exit")
+        mode.add_argument("--follow", action="store_true",
+                          help="pass whenever a change asks for one or a deadline comes, until stopped")
         parser.add_argument("--dry-run", action="store_true", help="decide, print, write nothing")
         parser.add_argument("--waiting", type=int, default=20, metavar="N",
                             help="show the first N waiting requests by position (default 20; 0 for none)")
 
-    def handle(self, *args, once: bool, dry_run: bool, waiting: int, **options) -> None:
+    def handle(self, *args, once: bool, follow: bool, dry_run: bool, waiting: int, **options) -> None:
         if waiting < 0:
             raise CommandError("--waiting must be 0 or more")
+        if follow:
+            if dry_run:
+                raise CommandError("--dry-run goes with --once")
+            triggers.follow()
+            return
         result = reconcile_pass(dry_run=dry_run, trigger="command")
         for line in describe(result, waiting=waiting, dry_run=dry_run):
             self.stdout.write(line)

@@ -1,13 +1,17 @@
-"""``manage.py serve``: the web server and the background worker, supervised together.
+"""``manage.py serve``: the web server, the pass loop and the background worker, supervised
+together.
 
-Two children: daphne serving ``poolweb.asgi:application`` (HTTP and websockets) on ``PORT``
-(default 8000) and ``manage.py qcluster`` (django-q2). Each runs in its own process group, so a
-Ctrl-C in the terminal reaches only this supervisor, which then stops both itself; the group
-also holds the worker's pool processes, so killing a group leaves nothing behind.
+Three children: uvicorn serving ``poolweb.asgi:application`` (HTTP and websockets) on ``PORT``
+(default 8000) in ``POOLWEB_WEB_PROCESSES`` processes (1; more on PostgreSQL); the pass loop
+(``manage.py reconcile --follow``), which passes whenever a change wakes it or a deadline comes;
+and ``manage.py qcluster`` (django-q2) for the periodic pass and housekeeping. Each runs in its
+own process group, so a Ctrl-C in the terminal reaches only this supervisor, which then stops
+them itself; a group also holds a child's own processes (uvicorn's and the worker's), so
+killing a group leaves nothing behind.
 
-- SIGINT or SIGTERM: SIGTERM to both children, SIGKILL to whatever is left of their groups
+- SIGINT or SIGTERM: SIGTERM to every child, SIGKILL to whatever is left of their groups
   after the grace period; exit 0.
-- A child exits on its own: stop the other, exit 1.
+- A child exits on its own: stop the others, exit 1.
 """
 
 from __future__ import annotations
@@ -52,9 +56,18 @@ def listen_address() -> tuple[str, int]:
 def child_commands(host: str, port: int) -> dict[str, list[str]]:
     manage = str(settings.BASE_DIR / "manage.py")
     return {
-        "web server": [sys.executable, "-m", "daphne", "-b", host, "-p", str(port), "poolweb.asgi:application"],
+        "web server": web_server_command(host, port, settings.POOLWEB["WEB_PROCESSES"]),
+        "pass loop": [sys.executable, manage, "reconcile", "--follow"],
         "worker": [sys.executable, manage, "qcluster"],
     }
+
+
+def web_server_command(host: str, port: int, processes: int) -> list[str]:
+    """uvicorn (docs/decisions.md): its C HTTP parser and event loop cost a fraction of daphne's
+    per request; with ``processes`` > 1 it forks that many web processes on one socket."""
+    return [sys.executable, "-m", "uvicorn", "--host", host, "--port", str(port), "--workers", str(processes),
+            "--http", "httptools", "--loop", "uvloop", "--ws", "websockets", "--lifespan", "off",
+            "--no-access-log", "--timeout-graceful-shutdown", "5", "poolweb.asgi:application"]
 
 
 def start(name: str, command: list[str]) -> Child:
@@ -103,7 +116,8 @@ def _signal_group(child: Child, signum: int) -> None:
 
 
 class Command(BaseCommand):
-    help = "Run the web server (daphne: HTTP and websockets) and the background worker until Ctrl-C or SIGTERM."
+    help = ("Run the web server (uvicorn: HTTP and websockets), the pass loop and the background worker "
+            "until Ctrl-C or SIGTERM.")
     # The children load the whole project themselves, and `make run` runs migrate (and so the
     # system checks) just before: checking here too would only delay the start.
     requires_system_checks = ()
@@ -125,13 +139,14 @@ class Command(BaseCommand):
             failed = self.supervise(children, host, port, received)
         finally:
             if received:
-                self.say(f"Received {signal.Signals(received[0]).name}: stopping the web server and the worker.")
+                self.say(f"Received {signal.Signals(received[0]).name}: stopping the web server, the pass loop "
+                         "and the worker.")
             stop(children)  # also when supervision itself failed: never leave the children behind
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
         if failed is not None:
             raise CommandError(f"the {failed.name} exited with status {failed.process.returncode}; "
-                               "stopped the other process")
+                               "stopped the other processes")
         self.say("Stopped.")
 
     def supervise(self, children: list[Child], host: str, port: int, received: list[int]) -> Child | None:

@@ -76,10 +76,11 @@ def _start(command: list[str], log: Path, environment: dict[str, str]) -> subpro
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, process_group=0)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Server]:
-    """The web server, the pass loop and the worker, on the tests' database; stopped before it is
-    dropped."""
+    """The web server, the pass loop and the worker, on the tests' database; stopped when the
+    client's tests are done: left running, the loop and the worker would run passes under the
+    tests that follow, which count the passes they run themselves."""
     logs = tmp_path_factory.mktemp("server")
     with django_db_blocker.unblock():
         environment = processes.environment(

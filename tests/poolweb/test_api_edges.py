@@ -23,6 +23,15 @@ def test_an_unknown_api_path_is_a_json_404(bob, path):
     assert "there is no API path" in response.json()["detail"]
 
 
+@pytest.mark.parametrize("path", ["/api/v1/requests/abc/cancel", "/api/v1/nothing"])
+def test_a_write_to_an_unknown_api_path_with_a_token_is_a_json_404_not_a_csrf_page(bob, path):
+    client = Client(enforce_csrf_checks=True, headers={"Authorization": f"Bearer {token_issue(user=bob)}"})
+
+    response = client.post(path, {}, content_type="application/json")
+
+    assert (response.status_code, response["Content-Type"]) == (404, "application/json")
+
+
 @pytest.mark.parametrize("path", ["/api", "/api/", "/api/v1"])
 def test_the_api_s_short_paths_lead_to_its_root(path):
     response = APIClient().get(path)

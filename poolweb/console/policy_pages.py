@@ -12,6 +12,7 @@ change.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 from django.contrib.auth.decorators import login_required
@@ -23,16 +24,19 @@ from poolweb.console.request_pages import filters_query
 from poolweb.selectors.events import newest_seq
 from poolweb.selectors.live import PolicyState, ScopeUsage, policy_states
 from poolweb.selectors.requests import LIVE_STATES, RequestFilters, audience_of, running_of_policies
+from poolweb.selectors.versions import live_config
 from poolweb.services.payloads import policy_state_data
-from reconcile import ALL_POOLS
+from reconcile import ALL_POOLS, Config
+from reconcile.quantity import quantity_text
 
 RUNNING_SHOWN = 10  # running requests listed per policy; the rest are counted, with a link
 
 
 @dataclass(frozen=True)
 class UsageBar:
-    """One scope and key of a policy: the API's figures as text, and the bar's geometry (percent
-    of the bar's scale: the limit, or the largest figure when there is no limit)."""
+    """One scope and key of a policy: the API's figures as text, and the bar's geometry: percent
+    of the bar's scale, the limit or, without one, the capacity of the scope (its pool's, or all
+    pools' for "*"), and never less than the largest figure."""
 
     scope: str
     key: str
@@ -46,6 +50,7 @@ class UsageBar:
     beyond: float  # the borrowed part
     reserved_at: float | None  # where the reserved mark stands
     over: bool  # more in use than the limit (a provision lowered it, R-57)
+    capacity: str | None  # the scale when there is no limit (policies.js reads it)
 
     @property
     def scope_text(self) -> str:
@@ -63,9 +68,11 @@ class UsageBar:
                 f"limit {self.limit or 'none'}")
 
 
-def usage_bar(usage: ScopeUsage, data: dict) -> UsageBar:
-    """``usage`` (milli-units, for the geometry) and its entry of the API's ``scopes`` (the text)."""
-    scale = max(usage.limit or 0, usage.usage, usage.reserved or 0)
+def usage_bar(usage: ScopeUsage, data: dict, capacity: int | None) -> UsageBar:
+    """``usage`` (milli-units, for the geometry), its entry of the API's ``scopes`` (the text) and
+    the capacity of its scope and key."""
+    bound = usage.limit if usage.limit is not None else (capacity or 0)
+    scale = max(bound, usage.usage, usage.reserved or 0)
 
     def percent(milli: int) -> float:
         return round(100 * milli / scale, 2) if scale else 0.0
@@ -73,7 +80,19 @@ def usage_bar(usage: ScopeUsage, data: dict) -> UsageBar:
     return UsageBar(usage.scope, usage.key, _text(data["usage"]), _text(data["reserved"]), _text(data["limit"]),
                     _text(data["borrowed"]), usage.pending, usage.running, percent(usage.usage - usage.borrowed),
                     percent(usage.borrowed), None if usage.reserved is None else percent(usage.reserved),
-                    usage.limit is not None and usage.usage > usage.limit)
+                    usage.limit is not None and usage.usage > usage.limit,
+                    None if usage.limit is not None or capacity is None else quantity_text(capacity))
+
+
+def capacities(config: Config) -> dict[tuple[str, str], int]:
+    """(scope, key) → what the pools have: each pool's capacity, and "*" the sum over the pools
+    that meter the key."""
+    found: defaultdict[tuple[str, str], int] = defaultdict(int)
+    for pool in config.pools:
+        for key, amount in pool.capacity.items():
+            found[(pool.name, key)] += amount
+            found[(ALL_POOLS, key)] += amount
+    return dict(found)
 
 
 def _text(number: int | float | None) -> str | None:
@@ -94,11 +113,13 @@ def policy_views(user, names: list[str] | None = None) -> list[PolicyView]:
     audience = audience_of(user)
     states = [s for s in policy_states(names) if audience.is_admin or s.name in audience.team_policies]
     running = running_of_policies([s.name for s in states], RUNNING_SHOWN)
+    capacity = capacities(live_config())
     views = []
     for state in states:
         data = policy_state_data(state)
         shown, total = running[state.name]
-        views.append(PolicyView(state, tuple(usage_bar(u, d) for u, d in zip(state.scopes, data["scopes"])),
+        bars = tuple(usage_bar(u, d, capacity.get((u.scope, u.key))) for u, d in zip(state.scopes, data["scopes"]))
+        views.append(PolicyView(state, bars,
                                 tuple(shown), total - len(shown),
                                 filters_query(RequestFilters(states=LIVE_STATES, policy=state.name))))
     return views

@@ -21,8 +21,11 @@ function percent(part, scale) {
 
 const shown = (number) => (number === null || number === undefined ? "—" : String(number));
 
-function showScope(row, scope, policy) {
-  const scale = Math.max(scope.limit ?? 0, scope.usage, scope.reserved ?? 0);
+// The bar's scale as the server's policy_pages.usage_bar takes it: the limit, else the capacity
+// of the scope (data-capacity), never below the largest figure.
+function showScope(row, scope) {
+  const bound = scope.limit ?? Number(row.dataset.capacity ?? 0);
+  const scale = Math.max(bound, scope.usage, scope.reserved ?? 0);
   const within = percent(scope.usage - scope.borrowed, scale);
   const beyond = percent(scope.borrowed, scale);
   row.querySelector(".within").style.width = `${within}%`;
@@ -68,7 +71,7 @@ function show(policy) {
   for (const scope of policy.scopes) {
     const row = [...found.querySelectorAll("tr[data-scope]")]
       .find((r) => r.dataset.scope === scope.scope && r.dataset.key === scope.key);
-    if (row) showScope(row, scope, policy);
+    if (row) showScope(row, scope);
   }
   flash(found);
 }

@@ -62,7 +62,8 @@ def request_list_page(request: HttpRequest) -> HttpResponse:
     form = _filter_form(params, errors, notes)
     return render(request, "console/requests.html", {
         "page_obj": page, "form": form, "state_choices": STATE_CHOICES, **ACTIONS,
-        "page": {"seq": seq, "admin": request.user.is_staff, "ids": [row.pk for row in page]},
+        "page": {"seq": seq, "newest": page.number == 1 and not form.active,
+                 "top": max((row.pk for row in page), default=0)},
     }, status=400 if errors else 200)
 
 

@@ -29,12 +29,13 @@ def ago(moment: datetime | None) -> str:
     time is in the element's title)."""
     if moment is None:
         return ""
-    seconds = (timezone.now() - moment).total_seconds()
+    now = timezone.now()
+    seconds = (now - moment).total_seconds()
     if abs(seconds) < 60:
         return "just now"
     if seconds < 0:
-        return f"in {timeuntil(moment, depth=1)}"
-    return f"{timesince(moment, depth=1)} ago"
+        return f"in {timeuntil(moment, now=now, depth=1)}"
+    return f"{timesince(moment, now=now, depth=1)} ago"
 
 
 @register.simple_tag

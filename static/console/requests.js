@@ -19,6 +19,23 @@ function row(id) {
 function show(request) {
   const found = row(request.id);
   if (found && showRequest(found, request).length) flash(found);
+  if (!found && page.newest && request.id > page.top) announce(request.id);
+}
+
+// A request newer than the page's rows (the first page, unfiltered): said, not inserted, so the
+// rows under the reader's eyes stay where they are.
+function announce(id) {
+  let notice = document.getElementById("newer-notice");
+  if (!notice) {
+    notice = Object.assign(document.createElement("p"), { className: "notice", id: "newer-notice" });
+    const reload = Object.assign(document.createElement("button"), { type: "button", className: "button small", textContent: "Show them" });
+    reload.addEventListener("click", () => location.reload());
+    notice.append(document.createElement("span"), reload);
+    notices.append(notice);
+  }
+  page.newer = new Set([...(page.newer ?? []), id]);
+  const count = page.newer.size;
+  notice.firstChild.textContent = `${count} newer request${count === 1 ? "" : "s"} since this page was loaded.`;
 }
 
 // The shown rows as the server renders them now (after events were missed).

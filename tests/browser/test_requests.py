@@ -104,6 +104,12 @@ def test_a_row_follows_the_stream(visit, demo, bob):
     expect(row(page, waiting)).to_contain_text("Granted")
     expect(row(page, waiting)).to_contain_text("a100")
 
+    newer = submit(bob, "dev", "half")  # said above the rows, not slipped in under the reader's eyes
+    expect(page.get_by_text("1 newer request since this page was loaded.")).to_be_visible()
+    expect(row(page, newer)).to_have_count(0)
+    page.get_by_role("button", name="Show them").click()
+    expect(row(page, newer)).to_contain_text("allocated")
+
 
 def test_the_history_of_a_preempted_and_requeued_request_follows_on_its_page(visit, alice, bob, settings):
     settings.POOLWEB = {**settings.POOLWEB, "EVICTION_GRACE_SECONDS": 30}

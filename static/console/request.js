@@ -53,20 +53,23 @@ function readHistory() {
   return reading;
 }
 
-function show(request) {
+// The history gains a row only with a change of state (services.changes.history_entry), so a
+// heartbeat or a new position reads nothing more.
+function show(request, { history = false } = {}) {
+  const moved = request.state !== current.state || request.attempt !== current.attempt;
   current = request;
   for (const element of showRequest(document.getElementById("main"), request)) flash(element);
-  readHistory();
+  if (moved || history) readHistory();
 }
 
-async function reread() {
+async function reread({ history = false } = {}) {
   const result = await api("GET", `/requests/${current.id}`);
-  if (result.ok) show(result.data);
+  if (result.ok) show(result.data, { history });
   else if (result.status === 404) alertNotice(notices, `Request #${current.id} is gone: ${result.data?.detail ?? "not found"}`);
 }
 
 followActions(document.querySelector(".page-actions"), { notices, stored: show });
 on("request.updated", (request) => { if (request.id === current.id) show(request); });
 on("pool.updated", (pool) => { if (current.state === "pending" && pool.name === current.queue_pool) reread(); });
-on("resync", reread);
+on("resync", () => reread({ history: true }));
 startStream(document.querySelector("[data-live]"), page.seq);

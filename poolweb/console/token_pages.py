@@ -17,4 +17,5 @@ from poolweb.services.tokens import MAX_NAME, token_list
 @login_required
 @require_GET
 def tokens_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "console/tokens.html", {"tokens": token_list(owner=request.user), "max_name": MAX_NAME})
+    return render(request, "console/tokens.html", {"tokens": token_list(owner=request.user), "max_name": MAX_NAME,
+                                                   "origin": request.build_absolute_uri("/").rstrip("/")})

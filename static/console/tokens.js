@@ -25,6 +25,7 @@ function showSecret(created) {
     `export POOLWEB_URL=${shell(origin)}\nexport POOLWEB_TOKEN=${shell(created.token)}\npoolctl list`;
   document.getElementById("new-token-title").textContent = `New token “${created.name}”`;
   panel.hidden = false;
+  document.getElementById("token-help").hidden = true;
   document.getElementById("new-secret").focus();
   document.getElementById("new-secret").select();
 }
@@ -99,6 +100,7 @@ document.getElementById("new-token-done").addEventListener("click", () => {
   document.getElementById("poolctl-lines").textContent = "";
   document.getElementById("copy-status").textContent = "";
   panel.hidden = true;
+  document.getElementById("token-help").hidden = false;
   form.elements.name.focus();
 });
 

@@ -14,8 +14,6 @@ requests gets 429 for one more (a retried ``Idempotency-Key`` still returns its 
 
 from __future__ import annotations
 
-import re
-
 from django.conf import settings
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -33,19 +31,18 @@ from poolweb.api.submission import (
 )
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import (
-    RequestFilters, pending_count, request_by_idempotency_key, request_get, request_history, request_list,
+    FiltersInvalid, RequestFilters, parse_filters, pending_count, request_by_idempotency_key, request_get,
+    request_history, request_list,
 )
 from poolweb.selectors.versions import live_prepared
 from poolweb.services import requests as services
 from poolweb.services.payloads import change_data, request_data
 from reconcile import State
-from reconcile.document import NAME_PATTERN
 from reconcile.lifecycle import LEASE_SECONDS_DEFAULT
 from reconcile.resource_settings import MEMORY_UNITS
 
 TAG = "requests"
 MAX_ATTEMPT = 32767  # Request.attempt is a small integer
-USERNAME_PATTERN = re.compile(r"[\w.@+-]{1,150}")  # Django's username validator
 
 
 # --- the submission body, for the schema ---------------------------------------------------------
@@ -107,24 +104,13 @@ def check_pending_cap(user) -> None:
 # --- reading query parameters --------------------------------------------------------------------
 
 def read_filters(params) -> RequestFilters:
-    """The list filters; ``ValidationError`` naming the parameter for a value that cannot match."""
-    errors, values = {}, {}
-    for field in ("policy", "profile", "pool", "owner"):
-        value = params.get(field) or None
-        pattern = USERNAME_PATTERN if field == "owner" else NAME_PATTERN
-        if value is not None and not pattern.fullmatch(value):
-            errors[field] = [exceptions.ErrorDetail(f"{field} is not a valid name", code="invalid_name")]
-        values[field] = value
-    states = params.get("state") or None
-    if states is not None:
-        states = states.split(",")
-        unknown = [s for s in states if s not in State.__members__.values()]
-        if unknown:
-            errors["state"] = [exceptions.ErrorDetail(
-                f"{unknown[0][:40]!r} is not a state: use {', '.join(s.value for s in State)}", code="invalid_choice")]
-    if errors:
-        raise exceptions.ValidationError(errors)
-    return RequestFilters(states=states, **values)
+    """The list filters (``selectors.requests.parse_filters``); ``ValidationError`` naming the
+    parameter for a value that cannot match."""
+    try:
+        return parse_filters(params)
+    except FiltersInvalid as invalid:
+        raise exceptions.ValidationError({error.field: [exceptions.ErrorDetail(error.message, code=error.code)]
+                                          for error in invalid.errors}) from None
 
 
 # --- views -----------------------------------------------------------------------------------------

@@ -118,13 +118,4 @@ COMING = {
     "queues": {"title": "Queues", "what": "Live queues: per pool, the running and pending requests in service order, "
                "with each pending request's position and the reason it waits, updated as they change.",
                "api": [("GET /api/v1/pools", "/api/v1/pools"), ("GET /api/v1/pools/{name}/queue", None)]},
-    "policies": {"title": "Policies", "what": "Usage against the reserved share and the limit of each policy, per "
-                 "key and scope, with the share it borrows and its queued and running requests.",
-                 "api": [("GET /api/v1/policies", "/api/v1/policies")]},
-    "requests": {"title": "Requests", "what": "Your requests (administrators: everyone's) with their state, and "
-                 "each request's history: every state change with its time and reason.",
-                 "api": [("GET /api/v1/requests", "/api/v1/requests")]},
-    "tokens": {"title": "Tokens", "what": "Personal API tokens for scripts and the job client: create one "
-               "(shown once), see when each was last used, revoke it.",
-               "api": [("manage.py create_api_token USERNAME", None)]},
 }

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from poolweb.console import views
+from poolweb.console import policy_pages, request_pages, token_pages, views
 
 app_name = "console"
 
@@ -16,7 +16,9 @@ urlpatterns = [
     path("versions/<int:a>/diff/<int:b>/", views.version_diff, name="version-diff"),
     # Part 2 of the console (issue 11) fills these in.
     path("queues/", views.coming, {"page": "queues"}, name="queues"),
-    path("policies/", views.coming, {"page": "policies"}, name="policies"),
-    path("requests/", views.coming, {"page": "requests"}, name="requests"),
-    path("account/tokens/", views.coming, {"page": "tokens"}, name="tokens"),
+    path("policies/", policy_pages.policies_page, name="policies"),
+    path("policies/<str:name>/card/", policy_pages.policy_card, name="policy"),
+    path("requests/", request_pages.request_list_page, name="requests"),
+    path("requests/<int:request_id>/", request_pages.request_page, name="request"),
+    path("account/tokens/", token_pages.tokens_page, name="tokens"),
 ]

@@ -9,7 +9,8 @@ every one; of the others only what ``services.payloads.request_data_for`` keeps.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from django.db.models import QuerySet
@@ -17,8 +18,11 @@ from django.db.models import QuerySet
 from poolweb.models import Request, RequestChange
 from poolweb.selectors.versions import live_config
 from reconcile import State
+from reconcile.document import NAME_PATTERN
 
 MAX_ID = 2**63 - 1  # larger ids cannot be in the table, and some databases refuse to compare them
+USERNAME_PATTERN = re.compile(r"[\w.@+-]{1,150}")  # Django's username validator
+LIVE_STATES = (State.ALLOCATED.value, State.PREEMPTING.value)
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,44 @@ class RequestFilters:
     profile: str | None = None
     pool: str | None = None
     owner: str | None = None  # a username
+
+
+@dataclass(frozen=True)
+class FilterError:
+    field: str  # the query parameter
+    message: str
+    code: str  # as DRF's error codes: ``invalid_name``, ``invalid_choice``
+
+
+class FiltersInvalid(ValueError):
+    """Filter values that cannot match any request; ``errors`` names each parameter."""
+
+    def __init__(self, errors: Sequence[FilterError]) -> None:
+        super().__init__("; ".join(error.message for error in errors))
+        self.errors = tuple(errors)
+
+
+def parse_filters(params: Mapping[str, str]) -> RequestFilters:
+    """The filters of ``GET /requests`` (and of the console's requests page) from query
+    parameters: an empty value means no filter, ``state`` takes states separated by commas.
+    ``FiltersInvalid`` for a value that cannot match, naming the parameter."""
+    errors, values = [], {}
+    for field in ("policy", "profile", "pool", "owner"):
+        value = params.get(field) or None
+        pattern = USERNAME_PATTERN if field == "owner" else NAME_PATTERN
+        if value is not None and not pattern.fullmatch(value):
+            errors.append(FilterError(field, f"{field} is not a valid name", "invalid_name"))
+        values[field] = value
+    states = params.get("state") or None
+    if states is not None:
+        states = states.split(",")
+        unknown = [s for s in states if s not in State.__members__.values()]
+        if unknown:
+            errors.append(FilterError("state", f"{unknown[0][:40]!r} is not a state: use "
+                                               f"{', '.join(s.value for s in State)}", "invalid_choice"))
+    if errors:
+        raise FiltersInvalid(errors)
+    return RequestFilters(states=states, **values)
 
 
 @dataclass(frozen=True)
@@ -94,3 +136,15 @@ def request_history(*, user, request_id: int) -> list[RequestChange] | None:
 def request_by_idempotency_key(*, user, key: str) -> Request | None:
     """The request ``user`` submitted earlier with this ``Idempotency-Key``."""
     return Request.objects.select_related("owner").filter(owner=user, idempotency_key=key).first()
+
+
+def running_of_policies(names: Sequence[str], most: int) -> dict[str, tuple[list[Request], int]]:
+    """Per policy of ``names``: its live requests (allocated or preempting), longest running first
+    and at most ``most`` of them, and how many it has in all. A query or two per policy, whatever
+    the number of requests."""
+    found = {}
+    for name in names:
+        rows = Request.objects.filter(policy=name, state__in=LIVE_STATES)
+        shown = list(rows.select_related("owner").order_by("allocated_at", "id")[:most])
+        found[name] = (shown, len(shown) if len(shown) < most else rows.count())
+    return found

@@ -151,5 +151,5 @@ def screenshot(page, name: str) -> None:
     height = page.evaluate("document.documentElement.scrollHeight")
     page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], height)})
     page.wait_for_timeout(300)  # the lines are redrawn on the next animation frame
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), animations="disabled")  # a live mark ends at once
     page.set_viewport_size(VIEWPORT)

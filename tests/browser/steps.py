@@ -124,10 +124,20 @@ def confirm(page: Page, title: str, choice: str) -> None:
     expect(found).to_be_hidden()
 
 
-def submit(user, policy: str, profile: str) -> Request:
-    """A request submitted through the REST API, as a job's client would (its pass runs inline)."""
+def api_as(user) -> APIClient:
     client = APIClient()
     client.force_authenticate(user)
-    response = client.post("/api/v1/requests", {"policy": policy, "profile": profile}, format="json")
+    return client
+
+
+def submit(user, policy: str, profile: str, **fields) -> Request:
+    """A request submitted through the REST API, as a job's client would (its pass runs inline);
+    ``fields``: more of the submission (``max_retries``, ``name``, ``labels``…)."""
+    response = api_as(user).post("/api/v1/requests", {"policy": policy, "profile": profile, **fields}, format="json")
     assert response.status_code == 201, response.content
     return Request.objects.get(pk=response.json()["id"])
+
+
+def release(request: Request) -> None:
+    """Its owner releases it through the REST API (its pass runs inline)."""
+    assert api_as(request.owner).post(f"/api/v1/requests/{request.pk}/release").status_code == 200

@@ -1,0 +1,75 @@
+// One request's page (/requests/<id>/): its fields and history follow the stream
+// (request.updated for it; pool.updated of the pool it is queued for, which moves positions
+// without an event of its own), Cancel / Release through the REST API. A new history row is
+// appended as the server's history_row.html renders one; nothing above it moves.
+
+import { api } from "./api.js";
+import { on, startStream } from "./stream.js";
+import { alertNotice, followActions } from "./request_actions.js";
+import { flash } from "./flash.js";
+import { showRequest } from "./request_view.js";
+import { timeElement } from "./times.js";
+
+const page = JSON.parse(document.getElementById("page-data").textContent);
+const notices = document.getElementById("notices");
+const history = document.getElementById("history");
+let current = page.request;
+let shownChanges = page.changes;
+let reading = Promise.resolve();
+
+function cell(content, className = "") {
+  const td = document.createElement("td");
+  if (className) td.className = className;
+  td.append(content);
+  return td;
+}
+
+function chip(state) {
+  return Object.assign(document.createElement("span"), { className: `state-chip state-${state}`, textContent: state });
+}
+
+function changeRow(change) {
+  const tr = document.createElement("tr");
+  tr.append(cell(timeElement(change.at), "nowrap"), cell(chip(change.state)),
+            cell(Object.assign(document.createElement("code"), { textContent: change.reason })),
+            cell(change.message || "—", "message"), cell(String(change.attempt), "num"), cell(change.pool || "—"));
+  return tr;
+}
+
+// Append the changes this page does not show yet (one read at a time, so none comes twice).
+function readHistory() {
+  reading = reading.then(async () => {
+    const result = await api("GET", `/requests/${current.id}/history`);
+    if (!result.ok) return;
+    for (const change of result.data.slice(shownChanges)) {
+      const tr = changeRow(change);
+      history.append(tr);
+      flash(tr);
+    }
+    shownChanges = Math.max(shownChanges, result.data.length);
+    document.querySelector("[data-history-count]").textContent = String(shownChanges);
+    if (shownChanges) document.getElementById("history-empty")?.remove();
+  });
+  return reading;
+}
+
+// The history gains a row only with a change of state (services.changes.history_entry), so a
+// heartbeat or a new position reads nothing more.
+function show(request, { history = false } = {}) {
+  const moved = request.state !== current.state || request.attempt !== current.attempt;
+  current = request;
+  for (const element of showRequest(document.getElementById("main"), request)) flash(element);
+  if (moved || history) readHistory();
+}
+
+async function reread({ history = false } = {}) {
+  const result = await api("GET", `/requests/${current.id}`);
+  if (result.ok) show(result.data, { history });
+  else if (result.status === 404) alertNotice(notices, `Request #${current.id} is gone: ${result.data?.detail ?? "not found"}`);
+}
+
+followActions(document.querySelector(".page-actions"), { notices, stored: show });
+on("request.updated", (request) => { if (request.id === current.id) show(request); });
+on("pool.updated", (pool) => { if (current.state === "pending" && pool.name === current.queue_pool) reread(); });
+on("resync", () => reread({ history: true }));
+startStream(document.querySelector("[data-live]"), page.seq);

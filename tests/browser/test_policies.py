@@ -1,0 +1,98 @@
+"""The policies page: per policy, scope and key, usage against reserved and limit as a bar with
+the reserved mark, the borrowed share, queued and running counts — the numbers of
+GET /api/v1/policies — and its running requests; live from policy.updated; members see their
+teams' policies only."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import Group, User
+from playwright.sync_api import expect
+
+from tests.browser.conftest import screenshot
+from tests.browser.steps import api_as, card, release, submit
+
+FIGURES = ("usage", "reserved", "limit", "borrowed", "pending", "running")
+
+
+def shown(number) -> str:
+    return "—" if number is None else str(number)
+
+
+def expect_as_the_api(page, user) -> None:
+    """Every policy card shows what GET /api/v1/policies answers now, figure by figure."""
+    for policy in api_as(user).get("/api/v1/policies").json():
+        found = card(page, f"Policy {policy['name']}")
+        expect(found.locator("[data-policy-running]")).to_have_text(str(policy["running"]))
+        expect(found.locator("[data-policy-pending]")).to_have_text(str(policy["pending"]))
+        rows = found.get_by_role("table", name=f"Usage of {policy['name']}").locator("tbody tr")
+        expect(rows).to_have_count(len(policy["scopes"]))
+        for n, scope in enumerate(policy["scopes"]):
+            row = rows.nth(n)
+            expect(row).to_have_attribute("data-scope", scope["scope"])
+            expect(row).to_have_attribute("data-key", scope["key"])
+            for figure in FIGURES:
+                expect(row.locator(f'[data-figure="{figure}"]')).to_have_text(shown(scope[figure]))
+            expect(row.get_by_role("meter")).to_have_attribute("aria-valuetext", (
+                f"{shown(scope['usage'])} {scope['key']} in use, {shown(scope['borrowed'])} borrowed; "
+                f"reserved {scope['reserved'] if scope['reserved'] is not None else 'none'}, "
+                f"limit {scope['limit'] if scope['limit'] is not None else 'none'}"))
+
+
+def bar_widths(page, policy: str, scope: str, key: str) -> tuple[str, str, str | None]:
+    row = card(page, f"Policy {policy}").locator(f'tr[data-scope="{scope}"][data-key="{key}"]')
+    mark = row.locator(".reserved-mark")
+    return (row.locator(".within").evaluate("n => n.style.width"), row.locator(".beyond").evaluate("n => n.style.width"),
+            None if mark.is_hidden() else mark.evaluate("n => n.style.left"))
+
+
+def test_the_bars_match_the_api(visit, demo, alice, bob):
+    for _ in range(5):
+        submit(bob, "dev", "2xgpu")  # 4 of dev's 4 reserved on h100, then borrowing
+    submit(alice, "research", "8xgpu")  # waits: h100 is taken
+    submit(alice, "research", "half", name="notebook")
+    page = visit(alice, "/policies/")
+    expect(page.get_by_role("status")).to_have_text("Live")
+
+    expect_as_the_api(page, alice)
+    # dev on all pools: 8 of the limit 8 gpu in use, 4 within the reservation of 4, 4 borrowed.
+    assert bar_widths(page, "dev", "*", "gpu") == ("50%", "50%", "50%")
+    dev = card(page, "Policy dev")
+    expect(dev.get_by_role("table", name="Running under dev").locator("tbody tr")).to_have_count(4)
+    research = card(page, "Policy research")
+    expect(research.get_by_role("table", name="Running under research")).to_contain_text("notebook")
+    screenshot(page, "policies")
+
+
+def test_the_page_follows_policy_updates(visit, demo, alice, bob):
+    first = submit(bob, "dev", "half")
+    page = visit(alice, "/policies/")
+    expect(page.get_by_role("status")).to_have_text("Live")
+    dev = card(page, "Policy dev")
+    expect(dev.locator("[data-policy-running]")).to_have_text("1")
+
+    second = submit(bob, "dev", "2xgpu", name="fine-tune")
+    expect(dev.locator("[data-policy-running]")).to_have_text("2")
+    expect(dev.get_by_role("table", name="Running under dev")).to_contain_text("fine-tune")
+    expect_as_the_api(page, alice)
+
+    release(second)
+    release(first)
+    expect(card(page, "Policy dev").locator("[data-policy-running]")).to_have_text("0")
+    expect(card(page, "Policy dev")).to_contain_text("Nothing runs under dev now.")
+    expect_as_the_api(page, alice)
+
+
+def test_a_member_sees_only_their_teams_policies(visit, demo, bob):
+    page = visit(bob, "/policies/")
+    expect(card(page, "Policy dev")).to_be_visible()
+    expect(card(page, "Policy research")).to_have_count(0)
+    assert page.goto("/policies/research/card/").status == 404
+
+    carol = User.objects.create_user("carol")
+    page = visit(carol, "/policies/")
+    expect(page.get_by_role("heading", name="No policy applies to you")).to_be_visible()
+
+    carol.groups.add(Group.objects.get(name="research"))
+    page.reload()
+    expect(card(page, "Policy research")).to_be_visible()
+    expect(card(page, "Policy dev")).to_have_count(0)

@@ -115,9 +115,6 @@ def _figures(row: UsageRow | None) -> Figures | None:
 
 
 COMING = {
-    "queues": {"title": "Queues", "what": "Live queues: per pool, the running and pending requests in service order, "
-               "with each pending request's position and the reason it waits, updated as they change.",
-               "api": [("GET /api/v1/pools", "/api/v1/pools"), ("GET /api/v1/pools/{name}/queue", None)]},
     "policies": {"title": "Policies", "what": "Usage against the reserved share and the limit of each policy, per "
                  "key and scope, with the share it borrows and its queued and running requests.",
                  "api": [("GET /api/v1/policies", "/api/v1/policies")]},

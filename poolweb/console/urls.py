@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from poolweb.console import views
+from poolweb.console import queue_views, views
 
 app_name = "console"
 
@@ -15,7 +15,9 @@ urlpatterns = [
     path("versions/<int:number>/", views.version, name="version"),
     path("versions/<int:a>/diff/<int:b>/", views.version_diff, name="version-diff"),
     # Part 2 of the console (issue 11) fills these in.
-    path("queues/", views.coming, {"page": "queues"}, name="queues"),
+    path("queues/", queue_views.queues, name="queues"),
+    path("queues/<str:pool>/", queue_views.queue, name="queue"),
+    path("queues/<str:pool>/why/<int:request_id>/", queue_views.queue_why, name="queue-why"),
     path("policies/", views.coming, {"page": "policies"}, name="policies"),
     path("requests/", views.coming, {"page": "requests"}, name="requests"),
     path("account/tokens/", views.coming, {"page": "tokens"}, name="tokens"),

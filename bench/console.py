@@ -32,6 +32,7 @@ from bench.results import merge_section, percentile
 
 ROOT = Path(__file__).resolve().parent.parent
 PENDING, RUNNING, GRANTS = 10_000, 1_000, 1_000
+ALONE_GRANTS = 20  # first, one page alone: the same run's baseline of the path itself
 RENDERS = 40
 CONTEXTS, PAGES_PER_CONTEXT, MEMBER_CONTEXTS = 5, 10, (1, 3)
 RELEASES_PER_S = 100
@@ -44,7 +45,7 @@ DOCUMENT = {
 # In every page before its own scripts: the stream's seqs, the queue reads, and when each row
 # leaves the pending table (a move re-inserts the row at once, so it is still there then).
 PROBE = """
-window.__bench = { seqs: [], seen: {}, reads: 0, resyncs: 0 };
+window.__bench = { seqs: [], seen: {}, reads: 0, read_ms: 0, resyncs: 0 };
 const NativeSocket = window.WebSocket;
 window.WebSocket = class extends NativeSocket {
   constructor(...args) {
@@ -57,7 +58,14 @@ window.WebSocket = class extends NativeSocket {
   }
 };
 const nativeFetch = window.fetch;
-window.fetch = (url, ...rest) => { if (String(url).includes("/queue?")) window.__bench.reads += 1; return nativeFetch(url, ...rest); };
+window.fetch = async (url, ...rest) => {
+  if (!String(url).includes("/queue?")) return nativeFetch(url, ...rest);
+  const started = performance.now();
+  const response = await nativeFetch(url, ...rest);
+  window.__bench.reads += 1;
+  window.__bench.read_ms += performance.now() - started;
+  return response;
+};
 document.addEventListener("DOMContentLoaded", () => {
   const body = document.querySelector('table[data-table="pending"] tbody');
   new MutationObserver((changes) => {
@@ -100,13 +108,16 @@ ROWS = (
     ("live_grants", "grants", None),
     ("live_samples", "rows seen leaving the pending table (pages × grants)", None),
     ("live_unseen", "  grants a page never showed (out of its rows)", None),
-    ("commit_to_row_p50_ms", "commit → row updated, p50 (ms)", None),
+    ("alone_commit_to_row_p95_ms", "one page alone, 20 grants: commit → row updated, p95 (ms)", None),
+    ("commit_to_row_p50_ms", "50 pages: commit → row updated, p50 (ms)", None),
     ("commit_to_row_p95_ms", "commit → row updated, p95 (ms)", ("<=", 250)),
     ("commit_to_row_admin_p95_ms", "  admins' pages (request.updated), p95 (ms)", ("<=", 250)),
     ("commit_to_row_member_p95_ms", "  a member's pages (re-read on pool.updated), p95 (ms)", ("<=", 250)),
     ("allocated_to_row_p95_ms", "  from allocated_at (the pass's clock), p95 (ms)", None),
     ("grant_span_s", "  the 1,000 grants took (s)", None),
     ("queue_reads_per_page", "  queue re-reads per page (coalesced)", None),
+    ("queue_read_mean_ms", "  one re-read of the queue as a page waited for it, mean (ms)", None),
+    ("load_average", "the machine's 1-minute load average during the run (2 CPUs here)", None),
     ("events_lost", "events lost (seq gaps against the outbox)", ("<=", 0)),
     ("events_duplicated", "events received twice", ("<=", 0)),
     ("resyncs", "resyncs", ("<=", 0)),
@@ -199,7 +210,7 @@ def live_figures(users: dict) -> dict:
     from poolweb.models import Request as RequestRow
 
     # The live run's queue: 1,000 pending behind the 1,000 running (the render's 10,000 less the tail).
-    RequestRow.objects.filter(state="pending", position__gt=GRANTS).delete()
+    RequestRow.objects.filter(state="pending", position__gt=GRANTS + ALONE_GRANTS).delete()
     from poolweb.ports import free_port, wait_until_listening
 
     port = free_port()
@@ -221,41 +232,54 @@ def live_figures(users: dict) -> dict:
 
 
 def browse(base: str, users: dict) -> dict:
-    from django.conf import settings
-    from django.test import Client
     from playwright.sync_api import sync_playwright
-
-    from poolweb.models import Event
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
                                              args=["--headless", "--no-sandbox", "--disable-gpu"])
-        pages = []
-        for n in range(CONTEXTS):
-            role = "member" if n in MEMBER_CONTEXTS else "admin"
-            client = Client()
-            client.force_login(users[role])
-            context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=base)
-            context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "url": base,
-                                  "value": client.cookies[settings.SESSION_COOKIE_NAME].value}])
-            context.add_init_script(PROBE)
-            for _ in range(PAGES_PER_CONTEXT):
-                page = context.new_page()
-                page.goto("/queues/p/")
-                pages.append((role, page))
-        for _, page in pages:
-            page.wait_for_function("document.querySelector('[data-live]').dataset.state === 'live'", timeout=30_000)
-        start_seq = Event.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
-        span = release_all(base, users["token"])
-        time.sleep(3.0)  # the last re-reads
-        seen = [(role, page.evaluate("window.__bench")) for role, page in pages]
+        alone = watch(browser, base, users, [("admin", 1)], ALONE_GRANTS, 10)
+        figures = watch(browser, base, users, [("member" if n in MEMBER_CONTEXTS else "admin", PAGES_PER_CONTEXT)
+                                               for n in range(CONTEXTS)], GRANTS, RELEASES_PER_S)
         browser.close()
-    return latency_figures(seen, start_seq, users, span)
+    figures["alone_commit_to_row_p95_ms"] = alone["commit_to_row_p95_ms"]
+    return figures
 
 
-def release_all(base: str, token: str) -> float:
-    """Release the running requests through the REST API, RELEASES_PER_S a second, until every
-    pending one is granted; how long the grants took (s)."""
+def watch(browser, base: str, users: dict, contexts: list[tuple[str, int]], grants: int, per_s: float) -> dict:
+    """Open the pages (per context: whose, how many), grant ``grants``, and what the pages saw."""
+    from django.conf import settings
+    from django.test import Client
+
+    from poolweb.models import Event
+
+    pages, opened = [], []
+    for role, count in contexts:
+        client = Client(HTTP_HOST="127.0.0.1")
+        client.force_login(users[role])
+        context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=base)
+        context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "url": base,
+                              "value": client.cookies[settings.SESSION_COOKIE_NAME].value}])
+        context.add_init_script(PROBE)
+        opened.append(context)
+        for _ in range(count):
+            page = context.new_page()
+            page.goto("/queues/p/")
+            pages.append((role, page))
+    for _, page in pages:
+        page.wait_for_function("document.querySelector('[data-live]').dataset.state === 'live'", timeout=60_000)
+    start_seq = Event.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
+    span = release_all(base, users["token"], grants, per_s)
+    load = os.getloadavg()[0]
+    time.sleep(3.0)  # the last re-reads
+    seen = [(role, page.evaluate("window.__bench")) for role, page in pages]
+    for context in opened:
+        context.close()
+    return {**latency_figures(seen, start_seq, users, span), "load_average": load}
+
+
+def release_all(base: str, token: str, count: int, per_s: float) -> float:
+    """Release ``count`` running requests through the REST API, ``per_s`` a second, until as many
+    pending ones are granted; how long the grants took (s)."""
     import http.client
     from urllib.parse import urlparse
 
@@ -264,18 +288,24 @@ def release_all(base: str, token: str) -> float:
     address = urlparse(base)
     connection = http.client.HTTPConnection(address.hostname, address.port, timeout=60)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-    blockers = list(RequestRow.objects.filter(state="allocated").order_by("id").values_list("id", flat=True))
+    blockers = list(RequestRow.objects.filter(state="allocated").order_by("allocated_at", "id")
+                    .values_list("id", flat=True)[:count])
+    waiting = RequestRow.objects.filter(state="pending").count() - count
     started = time.time()
-    for n, request_id in enumerate(blockers[:GRANTS]):
+    for n, request_id in enumerate(blockers):
         connection.request("POST", f"/api/v1/requests/{request_id}/release", body="{}", headers=headers)
         connection.getresponse().read()
-        pause = started + (n + 1) / RELEASES_PER_S - time.time()
+        pause = started + (n + 1) / per_s - time.time()
         if pause > 0:
             time.sleep(pause)
     deadline = time.time() + 120
-    while RequestRow.objects.filter(state="pending").exists() and time.time() < deadline:
+    while RequestRow.objects.filter(state="pending").count() > waiting and time.time() < deadline:
         time.sleep(0.1)
     return time.time() - started
+
+
+def share(values: list[float], p: int) -> float | None:
+    return percentile(values, p) if len(values) > 1 else None
 
 
 def latency_figures(seen: list[tuple[str, dict]], start_seq: int, users: dict, span: float) -> dict:
@@ -301,11 +331,12 @@ def latency_figures(seen: list[tuple[str, dict]], start_seq: int, users: dict, s
     every = from_commit["admin"] + from_commit["member"]
     return {
         "live_pages": len(seen), "live_grants": len(committed), "live_samples": len(every), "live_unseen": unseen,
-        "commit_to_row_p50_ms": percentile(every, 50), "commit_to_row_p95_ms": percentile(every, 95),
-        "commit_to_row_admin_p95_ms": percentile(from_commit["admin"], 95),
-        "commit_to_row_member_p95_ms": percentile(from_commit["member"], 95),
-        "allocated_to_row_p95_ms": percentile(from_allocated, 95), "grant_span_s": span,
+        "commit_to_row_p50_ms": share(every, 50), "commit_to_row_p95_ms": share(every, 95),
+        "commit_to_row_admin_p95_ms": share(from_commit["admin"], 95),
+        "commit_to_row_member_p95_ms": share(from_commit["member"], 95),
+        "allocated_to_row_p95_ms": share(from_allocated, 95), "grant_span_s": span,
         "queue_reads_per_page": statistics.mean(found["reads"] for _, found in seen),
+        "queue_read_mean_ms": sum(f["read_ms"] for _, f in seen) / max(1, sum(f["reads"] for _, f in seen)),
         "events_lost": lost, "events_duplicated": duplicated, "resyncs": sum(found["resyncs"] for _, found in seen),
     }
 

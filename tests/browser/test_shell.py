@@ -31,7 +31,7 @@ def test_every_page_has_the_navigation_and_the_user(visit, demo):
         expect(navigation.get_by_role("link", name=name)).to_have_attribute("aria-current", "page")
 
 
-@pytest.mark.parametrize("path", ["/queues/", "/account/tokens/"])
+@pytest.mark.parametrize("path", ["/account/tokens/"])
 def test_the_pages_of_part_two_say_what_will_be_there(visit, demo, path):
     page = visit(demo.author, path)
     expect(page.get_by_role("heading", name="Coming to the console next")).to_be_visible()

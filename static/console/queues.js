@@ -19,6 +19,8 @@ const HIDDEN_KEYS = new Set(["step_run"]); // every request has step_run: 1
 const LIVE = new Set(["allocated", "preempting"]);
 const API_PAGE = 1000; // the most the API gives in one page
 const GATHER_MS = 25; // events of one relay batch arrive together: one re-read for them all
+const PACE = 2; // after a re-read of D ms the next starts no sooner than PACE × D later: a busy
+                // server slows every page's reads down instead of queueing them (decision 53)
 const WHY_EVERY_MS = 2000; // open "Why it waits" panels are read again at most this often
 const touched = new Map(); // request id → when an event last changed its row (performance.now())
 
@@ -114,6 +116,13 @@ class Table {
 
   get path() {
     return `/pools/${encodeURIComponent(page.pool)}/${this.kind === "pending" ? "queue" : "running"}`;
+  }
+
+  // Whether a re-read can change this table: an admin's stream has every request.updated, so
+  // its running rows are exact already unless rows left the window that the next ones fill.
+  get stale() {
+    if (this.kind === "pending" || !page.admin) return true;
+    return this.rows.size < Math.min(this.limit, this.count);
   }
 
   // The rows shown, read again: { count, items } or null when the server did not answer.
@@ -237,21 +246,25 @@ const summary = document.querySelector(".queue-head");
 let reading = null;
 let again = false;
 let gathering = null;
+let lastRead = 0; // how long the last re-read took (ms)
+let lastEnded = 0;
 
 export function reread() {
   if (reading || gathering) { again = true; return; }
   gathering = setTimeout(() => {
     gathering = null;
     const since = performance.now();
-    reading = Promise.all(Object.values(tables).map(async (table) => {
+    reading = Promise.all(Object.values(tables).filter((table) => table.stale).map(async (table) => {
       const found = await table.read();
       if (found) table.apply(found, since);
     })).finally(() => {
       reading = null;
+      lastEnded = performance.now();
+      lastRead = lastEnded - since;
       refreshWhy();
       if (again) { again = false; reread(); }
     });
-  }, GATHER_MS);
+  }, Math.max(GATHER_MS, PACE * lastRead - (performance.now() - lastEnded)));
 }
 
 on("request.updated", (data) => {

@@ -5,8 +5,8 @@
   ``GET /api/v1/pools/p/queue`` first page and a bare Django template render: median and p95.
 - ``live``: ``manage.py serve`` (as ``make run`` starts it) and 50 open ``/queues/p/`` pages in real
   Chromium (5 browser contexts of 10 pages: 3 admins', 2 a member's) while 1,000 requests are
-  granted — 1,000 running requests released through the REST API, 100 a second, each grant the
-  head of a queue of 1,000. In each page a MutationObserver notes when a granted request's row
+  granted — 1,000 running requests released through the REST API, 25 a second, each grant the
+  head of a queue of 1,000 (``RELEASES_PER_S``). In each page a MutationObserver notes when a granted request's row
   leaves "Pending for p" (``performance.timeOrigin + now``, the machine's clock); that is compared
   with the commit (the ``created_at`` of its ``request.updated`` event, written just before the
   commit) and with its ``allocated_at`` (the pass's clock, taken before it plans). Each page's
@@ -32,12 +32,15 @@ from bench.results import merge_section, percentile
 
 ROOT = Path(__file__).resolve().parent.parent
 PENDING, RUNNING, GRANTS = 10_000, 1_000, 1_000
-ALONE_GRANTS = 20  # first, one page alone: the same run's baseline of the path itself
+# First, one page alone (grants, releases a second): the same run's baseline of the path itself.
+ALONE_GRANTS, ALONE_PER_S = (int(n) for n in os.environ.get("BENCH_CONSOLE_ALONE", "20,10").split(","))
 RENDERS = 40
 CONTEXTS, MEMBER_CONTEXTS = 5, (1, 3)
 # BENCH_CONSOLE_PAGES_PER_CONTEXT=2 runs 10 pages instead of 50 (figures merged with a suffix).
 PAGES_PER_CONTEXT = int(os.environ.get("BENCH_CONSOLE_PAGES_PER_CONTEXT", "10"))
-RELEASES_PER_S = 100
+# 25 a second: what one SQLite web process sustains beside 50 streams on a 2-CPU machine; at 100
+# a second it falls behind (releases queue, and so does everything the pages wait for).
+RELEASES_PER_S = float(os.environ.get("BENCH_CONSOLE_RELEASES_PER_S", "25"))
 DOCUMENT = {
     "pools": [{"name": "p", "capacity": {"gpu": RUNNING}}],
     "profiles": [{"name": "one", "resources": {"gpu": 1}, "connections": [{"pool": "p"}], "policies": ["team"]}],
@@ -245,7 +248,7 @@ def browse(base: str, users: dict) -> dict:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium",
                                              args=["--headless", "--no-sandbox", "--disable-gpu"])
-        alone = watch(browser, base, users, [("admin", 1)], ALONE_GRANTS, 10)
+        alone = watch(browser, base, users, [("admin", 1)], ALONE_GRANTS, ALONE_PER_S)
         figures = watch(browser, base, users, [("member" if n in MEMBER_CONTEXTS else "admin", PAGES_PER_CONTEXT)
                                                for n in range(CONTEXTS)], GRANTS, RELEASES_PER_S)
         browser.close()

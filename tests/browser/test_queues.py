@@ -71,6 +71,8 @@ def test_a_request_waits_then_runs_without_reload(visit, demo):
     expect(entry.locator('[data-cell="position"]')).to_have_text("1")
     expect(entry.locator('[data-cell="reason"]')).to_contain_text("pool h100 is short of 2 gpu")
     expect(entry.locator('[data-cell="resources"]')).to_have_text("2 gpu, 32000 mcpu")
+    expect(entry).to_have_class(re.compile("is-fresh"))  # it arrived live: highlighted a moment
+    expect(entry).not_to_have_class(re.compile("is-fresh"))
     screenshot(page, "queue")
 
     release(demo.author, whole)

@@ -1,4 +1,5 @@
-"""Live state (api.md §2): ``GET /pools``, ``GET /pools/{name}/queue``, ``GET /policies``.
+"""Live state (api.md §2): ``GET /pools``, ``GET /pools/{name}/queue``, ``GET /pools/{name}/running``,
+``GET /policies``.
 
 Any signed-in user may read them; anonymous callers get 401. Quantities are JSON numbers.
 
@@ -25,7 +26,7 @@ from poolweb.api.errors import echo
 from poolweb.api.reads import CatchUpOnRead
 from poolweb.api.representations import LivePoolSerializer, PolicyStateSerializer, RequestSerializer
 from poolweb.models import Request as RequestRow
-from poolweb.selectors.live import live_pool_exists, policy_states, pool_queue, pool_states
+from poolweb.selectors.live import live_pool_exists, policy_states, pool_queue, pool_running, pool_states
 from poolweb.selectors.requests import audience_of
 from poolweb.services.payloads import PUBLIC_REQUEST_FIELDS, request_data_for
 from reconcile.document import NAME_PATTERN
@@ -75,6 +76,7 @@ class PoolListView(CatchUpOnRead, APIView):
 class PoolQueueView(CatchUpOnRead, GenericAPIView):
     serializer_class = QueueEntrySerializer
     queryset = RequestRow.objects.none()  # for the schema; reads go through the selector
+    rows = staticmethod(pool_queue)
 
     @extend_schema(operation_id="pools_queue_list", parameters=[POOL_NAME], tags=["live"],
                    responses={200: QueueEntrySerializer(many=True), 401: LiveErrorSerializer,
@@ -83,8 +85,20 @@ class PoolQueueView(CatchUpOnRead, GenericAPIView):
         if not live_pool_exists(name):
             raise NotFound(f"no pool {echo(name)} in the live configuration")
         audience = audience_of(request.user)
-        page = self.paginate_queryset(pool_queue(name))
+        page = self.paginate_queryset(self.rows(name))
         return self.get_paginated_response([request_data_for(row, audience) for row in page])
+
+
+class PoolRunningView(PoolQueueView):
+    """The pool's live requests, oldest grant first (decision 51), with the queue's privacy."""
+
+    rows = staticmethod(pool_running)
+
+    @extend_schema(operation_id="pools_running_list", parameters=[POOL_NAME], tags=["live"],
+                   responses={200: QueueEntrySerializer(many=True), 401: LiveErrorSerializer,
+                              404: LiveErrorSerializer})
+    def get(self, request: Request, name: str) -> Response:
+        return super().get(request, name)
 
 
 class PolicyListView(CatchUpOnRead, APIView):
@@ -97,5 +111,6 @@ class PolicyListView(CatchUpOnRead, APIView):
 urlpatterns = [
     path("pools", PoolListView.as_view(), name="pools"),
     path("pools/<str:name>/queue", PoolQueueView.as_view(), name="pool-queue"),
+    path("pools/<str:name>/running", PoolRunningView.as_view(), name="pool-running"),
     path("policies", PolicyListView.as_view(), name="policies"),
 ]

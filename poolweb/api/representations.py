@@ -9,7 +9,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from poolweb.models import Request as RequestRow
-from poolweb.services.payloads import policy_state_data, pool_state_data, quantities, quantity, request_data
+from poolweb.services.payloads import (grace_end, moment, policy_state_data, pool_state_data, quantities, quantity,
+                                       request_data)
 from reconcile import State
 
 
@@ -20,19 +21,31 @@ class ResourcesField(serializers.Field):
         return quantities(milli)
 
 
+@extend_schema_field({"type": "string", "format": "date-time", "nullable": True,
+                      "description": "preempting only: when the eviction grace ends (R-44), preempted_at plus "
+                                     "POOLWEB_EVICTION_GRACE_SECONDS; null otherwise"})
+class GraceEndField(serializers.Field):
+    def __init__(self, **kwargs):
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, row: RequestRow) -> str | None:
+        return moment(grace_end(row))
+
+
 class RequestSerializer(serializers.ModelSerializer):
-    """The request object of api.md §2, plus ``lease_seconds`` and ``queue_pool``."""
+    """The request object of api.md §2, plus ``lease_seconds``, ``queue_pool`` and ``grace_ends_at``."""
 
     owner = serializers.CharField(source="owner.username", read_only=True)
     resources = ResourcesField(read_only=True)
     labels = serializers.DictField(child=serializers.CharField(), read_only=True)
     position = serializers.SerializerMethodField()
+    grace_ends_at = GraceEndField()
 
     class Meta:
         model = RequestRow
         fields = ["id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
-                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool"]
+                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "grace_ends_at"]
         read_only_fields = fields
 
     def get_position(self, row: RequestRow) -> int | None:

@@ -1,6 +1,5 @@
-"""What a few pages show, shaped for their templates: the preview of the draft, the diff between
-two versions, and the pages of the console's part 2 (not built yet: they say what will be there
-and where the API already answers)."""
+"""What a few pages show, shaped for their templates: the preview of the draft and the diff
+between two versions."""
 
 from __future__ import annotations
 
@@ -113,9 +112,3 @@ def _figures(row: UsageRow | None) -> Figures | None:
         return None
     return Figures(quantity_text(row.usage), optional_text(row.reserved), optional_text(row.limit))
 
-
-COMING = {
-    "queues": {"title": "Queues", "what": "Live queues: per pool, the running and pending requests in service order, "
-               "with each pending request's position and the reason it waits, updated as they change.",
-               "api": [("GET /api/v1/pools", "/api/v1/pools"), ("GET /api/v1/pools/{name}/queue", None)]},
-}

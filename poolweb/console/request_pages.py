@@ -15,12 +15,15 @@ from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from poolweb.console.queues import WhyView, why_view
 from poolweb.models import Request
 from poolweb.selectors.events import newest_seq
 from poolweb.selectors.requests import (
-    FilterError, FiltersInvalid, RequestFilters, parse_filters, request_get, request_history, request_list,
+    FilterError, FiltersInvalid, RequestFilters, audience_of, parse_filters, request_get, request_history,
+    request_list,
 )
 from poolweb.selectors.versions import live_config
+from poolweb.selectors.waiting import why_waits
 from poolweb.services.payloads import request_data
 from reconcile import State
 
@@ -116,11 +119,18 @@ def request_page(request: HttpRequest, request_id: int) -> HttpResponse:
     if row is None:  # another user's request is hidden as a missing one, as the API hides it
         raise Http404(f"there is no request {request_id}")
     history = request_history(user=request.user, request_id=request_id) or []
-    # "why": what the request waits for (issue 11 item 2), added to the context at the merge.
     return render(request, "console/request.html", {
         "row": row, "lease": lease_of(row), "history": history, "labels": sorted(row.labels.items()), **ACTIONS,
+        "why": _why(request, row),
         "page": {"seq": seq, "request": request_data(row), "changes": len(history)},
     })
+
+
+def _why(request: HttpRequest, row: Request) -> WhyView | None:
+    """"Why it waits" for a request that waits: pending, or preempting (its grace)."""
+    if row.state not in (State.PENDING.value, State.PREEMPTING.value):
+        return None
+    return why_view(why_waits(row), audience_of(request.user), request.user.get_username())
 
 
 def filters_query(filters: RequestFilters) -> str:

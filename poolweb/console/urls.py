@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from poolweb.console import policy_pages, request_pages, token_pages, views
+from poolweb.console import policy_pages, queue_views, request_pages, token_pages, views
 
 app_name = "console"
 
@@ -14,8 +14,9 @@ urlpatterns = [
     path("versions/compare/", views.version_compare, name="version-compare"),
     path("versions/<int:number>/", views.version, name="version"),
     path("versions/<int:a>/diff/<int:b>/", views.version_diff, name="version-diff"),
-    # Part 2 of the console (issue 11) fills these in.
-    path("queues/", views.coming, {"page": "queues"}, name="queues"),
+    path("queues/", queue_views.queues, name="queues"),
+    path("queues/<str:pool>/", queue_views.queue, name="queue"),
+    path("queues/<str:pool>/why/<int:request_id>/", queue_views.queue_why, name="queue-why"),
     path("policies/", policy_pages.policies_page, name="policies"),
     path("policies/<str:name>/card/", policy_pages.policy_card, name="policy"),
     path("requests/", request_pages.request_list_page, name="requests"),

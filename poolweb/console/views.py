@@ -130,12 +130,5 @@ def version_compare(request: HttpRequest) -> HttpResponse:
     return redirect("console:version-diff", a=a, b=b)
 
 
-@login_required
-@require_GET
-def coming(request: HttpRequest, page: str) -> HttpResponse:
-    """The pages of the console's part 2, announced with what is there now (the API)."""
-    return render(request, "console/coming.html", {"coming": pages.COMING[page]})
-
-
 def _list(value) -> list:
     return value if isinstance(value, list) else []

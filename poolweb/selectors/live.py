@@ -1,4 +1,4 @@
-"""Reads for the live state (api.md §2 "Live state"): pools, a pool's queue, policies.
+"""Reads for the live state (api.md §2 "Live state"): pools, a pool's queue and running requests, policies.
 
 Every read is a fixed handful of queries whatever the number of requests: the live
 configuration (two), the live allocations as values (one), and grouped counts of pending
@@ -149,6 +149,13 @@ def pool_queue(name: str) -> QuerySet[RequestRow]:
     are decides how much of each a reader sees (``selectors.requests.Audience``)."""
     return (RequestRow.objects.filter(state=PENDING, queue_pool=name).select_related("owner")
             .order_by(F("position").asc(nulls_last=True), "id"))
+
+
+def pool_running(name: str) -> QuerySet[RequestRow]:
+    """The pool's live requests (allocated and preempting) in the order they were granted: the
+    oldest grant first, then id. The same privacy as the queue."""
+    return (RequestRow.objects.filter(state__in=LIVE_STATES, pool=name).select_related("owner")
+            .order_by("allocated_at", "id"))
 
 
 def policy_states(names: Collection[str] | None = None) -> list[PolicyState]:

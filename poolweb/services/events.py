@@ -16,7 +16,7 @@ from django.utils import timezone
 from poolweb import sql
 from poolweb.models import Event
 from poolweb.selectors.live import PolicyState, PoolState
-from poolweb.services.payloads import REQUEST_FIELDS, policy_state_data, pool_state_data, request_data
+from poolweb.services.payloads import REQUEST_COLUMNS, policy_state_data, pool_state_data, request_data
 
 REQUEST_UPDATED = "request.updated"
 POOL_UPDATED = "pool.updated"
@@ -24,7 +24,7 @@ POLICY_UPDATED = "policy.updated"
 CONFIG_PROVISIONED = "config.provisioned"
 MANAGEMENT_CHANGED = "management.changed"
 
-_MOMENTS = ("submitted_at", "allocated_at", "finished_at", "lease_expires_at")
+_MOMENTS = ("submitted_at", "allocated_at", "finished_at", "lease_expires_at", "preempted_at")
 
 
 def publish(type: str, data: dict, *, owner_id: int | None = None) -> None:
@@ -38,10 +38,10 @@ def publish_requests(request_ids: Iterable[int]) -> None:
 
 
 def request_dicts(request_ids: Iterable[int]) -> dict[int, dict]:
-    """The requests' ``REQUEST_FIELDS`` by id, decoded, for ``publish_request_dicts``. Read by plain
+    """The requests' ``REQUEST_COLUMNS`` by id, decoded, for ``publish_request_dicts``. Read by plain
     queries, not as model instances: a pass may announce ten thousand. A pass reads them before
     its write transaction and lays its own columns over them."""
-    rows = [dict(zip(REQUEST_FIELDS, row)) for row in sql.select_requests(REQUEST_FIELDS, "id", sorted(request_ids))]
+    rows = [dict(zip(REQUEST_COLUMNS, row)) for row in sql.select_requests(REQUEST_COLUMNS, "id", sorted(request_ids))]
     usernames = dict(User.objects.filter(pk__in={row["owner"] for row in rows}).values_list("id", "username"))
     for row in rows:
         row.update({name: sql.moment(row[name]) for name in _MOMENTS}, resources=sql.decoded(row["resources"]),

@@ -8,9 +8,11 @@ equal (tests/poolweb/test_payloads.py).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
+
+from django.conf import settings
 
 from poolweb.selectors.live import PolicyState, PoolState
 from poolweb.selectors.requests import Audience
@@ -18,11 +20,14 @@ from reconcile import State, format_quantity
 
 REQUEST_FIELDS = ("id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
-                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool")
+                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "grace_ends_at")
+# The columns ``request_data`` reads: a preempting request's grace ends ``EVICTION_GRACE_SECONDS``
+# after ``preempted_at`` (R-44), so that is stored and ``grace_ends_at`` is not.
+REQUEST_COLUMNS = (*REQUEST_FIELDS[:-1], "preempted_at")
 # What anyone signed in sees of a request that is neither theirs nor their team's (api.md §2
 # "Privacy"): where it stands and what it takes, not who asked, what for, or the numbers behind it.
 PUBLIC_REQUEST_FIELDS = ("id", "state", "position", "policy", "profile", "resources", "pool",
-                         "submitted_at", "allocated_at", "finished_at", "lease_expires_at")
+                         "submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at")
 
 
 def json_number(value: int | Decimal) -> int | float:
@@ -72,8 +77,16 @@ def request_data(row: Any) -> dict:
         "preempted_by": row.preempted_by, "labels": {key: str(value) for key, value in row.labels.items()},
         "submitted_at": moment(row.submitted_at), "allocated_at": moment(row.allocated_at),
         "finished_at": moment(row.finished_at), "lease_expires_at": moment(row.lease_expires_at),
-        "lease_seconds": row.lease_seconds, "queue_pool": row.queue_pool,
+        "lease_seconds": row.lease_seconds, "queue_pool": row.queue_pool, "grace_ends_at": moment(grace_end(row)),
     }
+
+
+def grace_end(row: Any) -> datetime | None:
+    """When the eviction grace of a preempting request ends (R-44): the reconciler evicts it at the
+    first pass after that. None unless preempting."""
+    if row.state != State.PREEMPTING.value or row.preempted_at is None:
+        return None
+    return row.preempted_at + timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
 
 
 def request_data_for(row: Any, audience: Audience) -> dict:

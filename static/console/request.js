@@ -9,6 +9,7 @@ import { alertNotice, followActions } from "./request_actions.js";
 import { flash } from "./flash.js";
 import { showRequest } from "./request_view.js";
 import { timeElement } from "./times.js";
+import "./countdown.js"; // a grace that begins while the page is open counts down too
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
 const notices = document.getElementById("notices");
@@ -53,6 +54,18 @@ function readHistory() {
   return reading;
 }
 
+// "Why it waits" as the queue page's fragment renders it, for a request that waits; hidden
+// once it does not (allocated or finished).
+async function readWhy(request) {
+  const slot = document.querySelector("[data-why-slot]");
+  const pool = request.state === "pending" ? request.queue_pool : request.state === "preempting" ? request.pool : null;
+  if (!pool) { slot.hidden = true; slot.replaceChildren(); return; }
+  const response = await fetch(`/queues/${encodeURIComponent(pool)}/why/${request.id}/`, { credentials: "same-origin" });
+  if (!response.ok) return;
+  slot.innerHTML = await response.text();
+  slot.hidden = false;
+}
+
 // The history gains a row only with a change of state (services.changes.history_entry), so a
 // heartbeat or a new position reads nothing more.
 function show(request, { history = false } = {}) {
@@ -60,6 +73,7 @@ function show(request, { history = false } = {}) {
   current = request;
   for (const element of showRequest(document.getElementById("main"), request)) flash(element);
   if (moved || history) readHistory();
+  if (moved || history || request.state === "pending") readWhy(request);
 }
 
 async function reread({ history = false } = {}) {

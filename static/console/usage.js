@@ -19,6 +19,8 @@ export function showPool(board, state) {
     row.querySelector("[data-used]").textContent = String(used);
     row.querySelector("[data-total]").textContent = String(total);
     row.querySelector("[data-over]").textContent = over ? ` · over by ${over}` : "";
+    const free = row.querySelector("[data-free]"); // the queue pages show what is free beside the bar
+    if (free) free.textContent = String(state.free?.[key] ?? 0);
     row.classList.toggle("is-over", Boolean(over));
     row.querySelector(".bar-fill").style.width = `${percent(used, total)}%`;
     const meter = row.querySelector('[role="meter"]');

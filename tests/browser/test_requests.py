@@ -128,6 +128,10 @@ def test_the_history_of_a_preempted_and_requeued_request_follows_on_its_page(vis
     expect(history.get_by_role("row")).to_have_count(4)
     expect(history.get_by_role("row").nth(3)).to_contain_text(f"preempted by request {high.pk} on pool p")
     expect(page.locator('[data-field="preempted_by"]')).to_have_text(f"#{high.pk}")
+    why = page.get_by_role("region", name="Why it waits")
+    expect(why.get_by_role("heading", name="Why it is preempted")).to_be_visible()
+    expect(why).to_contain_text(f"request #{high.pk}")
+    expect(why.locator("time[data-countdown]")).to_have_text(re.compile(r"^0:(30|[12]\d|0\d) left$"))
 
     with mock.patch("django.utils.timezone.now", return_value=timezone.now() + timedelta(seconds=31)):
         reconcile_pass()  # the grace is over: low is evicted and queued again as attempt 2
@@ -137,6 +141,8 @@ def test_the_history_of_a_preempted_and_requeued_request_follows_on_its_page(vis
     expect(page.locator('[data-field="attempt"]')).to_have_text("2")
     assert cells(history.get_by_role("row").nth(4))[1:] == [
         "pending", "PreemptedByPriority", "not released within the grace period; queued again (attempt 2)", "2", "—"]
+    expect(why.get_by_role("heading", name="Why it waits")).to_be_visible()
+    expect(why).to_contain_text("1 in the queue of p")
 
     release(high)  # low is granted again
     expect(history.get_by_role("row")).to_have_count(6)
@@ -144,6 +150,7 @@ def test_the_history_of_a_preempted_and_requeued_request_follows_on_its_page(vis
     states = history.locator("tbody tr td:nth-child(2)").all_inner_texts()
     assert states == ["pending", "allocated", "preempting", "pending", "allocated"]
     expect(page.locator('[data-field="where"]')).to_have_text("p")
+    expect(why).to_be_hidden()  # it no longer waits
     screenshot(page, "request")
 
 

@@ -3,7 +3,6 @@ pages the console's part 2 fills in."""
 
 from __future__ import annotations
 
-import pytest
 from playwright.sync_api import expect
 
 from poolweb.models import SiteState
@@ -29,13 +28,6 @@ def test_every_page_has_the_navigation_and_the_user(visit, demo):
         navigation.get_by_role("link", name=name).click()
         expect(page.get_by_role("heading", level=1)).to_have_text(heading)
         expect(navigation.get_by_role("link", name=name)).to_have_attribute("aria-current", "page")
-
-
-@pytest.mark.parametrize("path", ["/queues/"])
-def test_the_pages_of_part_two_say_what_will_be_there(visit, demo, path):
-    page = visit(demo.author, path)
-    expect(page.get_by_role("heading", name="Coming to the console next")).to_be_visible()
-    expect(page.get_by_role("link", name="Open the API docs")).to_have_attribute("href", "/api/docs/")
 
 
 def test_an_admin_switches_management_off_and_on_after_confirming(visit, demo):

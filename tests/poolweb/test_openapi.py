@@ -41,7 +41,7 @@ API_MD_OPERATIONS = [
     ("GET", "/management"), ("PUT", "/management"),
     ("POST", "/requests"), ("GET", "/requests"), ("GET", "/requests/{id}"),
     ("POST", "/requests/{id}/heartbeat"), ("POST", "/requests/{id}/release"), ("POST", "/requests/{id}/cancel"),
-    ("GET", "/pools"), ("GET", "/pools/{name}/queue"), ("GET", "/policies"),
+    ("GET", "/pools"), ("GET", "/pools/{name}/queue"), ("GET", "/pools/{name}/running"), ("GET", "/policies"),
     ("GET", "/requests/{id}/history"), ("GET", "/health"),
     ("GET", "/tokens"), ("POST", "/tokens"), ("DELETE", "/tokens/{id}"),
 ]

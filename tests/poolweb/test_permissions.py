@@ -76,6 +76,7 @@ MATRIX = [
     owners_and_admins("cancel"),
     signed_in("GET", "/pools"),
     signed_in("GET", "/pools/h100/queue"),
+    signed_in("GET", "/pools/h100/running"),
     signed_in("GET", "/policies"),
     Row("GET", "/requests/{request}/history", None, UNAUTHENTICATED, OK, HIDDEN, OK),
     admin_only("GET", "/health", OK),

@@ -1,0 +1,129 @@
+"""What the live queue pages show (/queues/, /queues/<pool>/) and "Why it waits", shaped for their
+templates. Rows are made from the request object exactly as the API gives it to this reader
+(``request_data_for``), so the privacy rule is the API's, and static/console/queues.js makes the
+same cells from the same JSON when a row arrives live: a row looks the same however it arrived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from poolweb.console.cards import Bar, bar, key_order
+from poolweb.selectors.live import PoolState
+from poolweb.selectors.requests import Audience
+from poolweb.selectors.waiting import WhyWaits
+from poolweb.services.payloads import grace_end, quantities, request_data_for
+from reconcile import State
+from reconcile.quantity import quantity_text
+
+PAGE_ROWS = 50  # rows of each table in the first render; "Show more" reads the next from the API
+HIDDEN_KEYS = ("step_run",)  # every request has step_run: 1 (R-11); the rows leave it out
+STATE_TEXT = {State.PENDING.value: "queued"}  # spec: the console says "queued" for pending
+
+
+@dataclass(frozen=True)
+class Row:
+    """One request as a row of a queue table: text ready to show, from its API object."""
+
+    data: dict  # the request object as this reader may see it
+    hidden: bool  # not theirs nor their team's: no name, owner, labels, reason or message
+    linked: bool  # the reader may open /requests/<id>/ (the owner, admins)
+
+    @property
+    def id(self) -> int:
+        return self.data["id"]
+
+    @property
+    def resources(self) -> str:
+        return resources_text(self.data["resources"])
+
+    @property
+    def state_text(self) -> str:
+        return STATE_TEXT.get(self.data["state"], self.data["state"])
+
+    @property
+    def reason(self) -> str:
+        return "" if self.hidden else (self.data["message"] or self.data["reason"])
+
+
+def resources_text(resources: Mapping[str, int | float]) -> str:
+    """``{"gpu": 0.5, "mcpu": 8000, "step_run": 1}`` → "0.5 gpu, 8000 mcpu" (queues.js resourcesText)."""
+    return ", ".join(f"{amount} {key}" for key, amount in resources.items() if key not in HIDDEN_KEYS)
+
+
+def row(request, audience: Audience, username: str) -> Row:
+    data = request_data_for(request, audience)
+    return Row(data, "owner" not in data, audience.is_admin or data.get("owner") == username)
+
+
+def rows(requests: Iterable, audience: Audience, username: str) -> list[Row]:
+    return [row(request, audience, username) for request in requests]
+
+
+@dataclass(frozen=True)
+class KeyUse:
+    bar: Bar  # in use / capacity, as the configuration page's pool cards draw it
+    free: str
+
+
+@dataclass(frozen=True)
+class PoolSummary:
+    """A pool on the overview and at the head of its queue page: per key in use and free."""
+
+    state: PoolState
+    keys: tuple[KeyUse, ...]
+
+    @property
+    def name(self) -> str:
+        return self.state.name
+
+
+def pool_summary(state: PoolState) -> PoolSummary:
+    keys = sorted({*state.capacity, *state.overcommitted}, key=key_order)
+    return PoolSummary(state, tuple(
+        KeyUse(bar(key, state.used.get(key, 0), state.capacity.get(key, 0), state.overcommitted.get(key)),
+               quantity_text(state.free.get(key, 0))) for key in keys))
+
+
+@dataclass(frozen=True)
+class Holding:
+    row: Row
+    held: str  # what it holds on the pool, as text
+
+
+@dataclass(frozen=True)
+class WhyView:
+    """The context of templates/console/partials/why_waits.html (see its top comment)."""
+
+    row: Row
+    pool: PoolSummary | None
+    ahead: int | None
+    nearest: tuple[Row, ...]
+    demand: str  # what all those ahead need together
+    holders: tuple[Holding, ...]
+    victims: tuple[Row, ...]
+    preemptor: Row | None
+    grace_ends_at: datetime | None
+
+    @property
+    def more_ahead(self) -> int:
+        return (self.ahead or 0) - len(self.nearest)
+
+    @property
+    def first_ahead(self) -> int | None:
+        return self.nearest[0].data["position"] if self.nearest else None
+
+
+def why_view(why: WhyWaits, audience: Audience, username: str) -> WhyView:
+    """``selectors.waiting.why_waits`` as ``audience`` may see it."""
+    def shown(request) -> Row:
+        return row(request, audience, username)
+    subject = shown(why.request)
+    preemptor = shown(why.preemptor) if why.preemptor is not None and not subject.hidden else None
+    return WhyView(
+        subject, pool_summary(why.pool) if why.pool else None, why.ahead, tuple(map(shown, why.nearest)),
+        resources_text(quantities({k: v for k, v in why.demand.items() if k not in HIDDEN_KEYS})),
+        tuple(Holding(shown(h), resources_text(quantities(h.resources))) for h in why.holders),
+        tuple(map(shown, why.victims)), preemptor, grace_end(why.request))

@@ -115,7 +115,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from poolweb.api.parsers import body_limit  # noqa: E402
 from poolweb.realtime.routing import websocket_urlpatterns  # noqa: E402
 
-# The event stream (api.md §3). AuthMiddlewareStack reads the console's session from the
+# The event stream (docs/events.md). AuthMiddlewareStack reads the console's session from the
 # cookie; a connection without one signs in with a token message instead (poolweb.realtime).
 application = ProtocolTypeRouter({
     "http": django_application,

@@ -220,7 +220,7 @@ class SignInFailure(models.Model):
 
 
 class Event(models.Model):
-    """The outbox of the event stream (api.md §3): written in the transaction of the decision it
+    """The outbox of the event stream (docs/events.md): written in the transaction of the decision it
     reports, so a rolled-back decision sends nothing and a committed one is never lost.
 
     ``seq`` is the primary key; writers take the outbox lock first (services.events), so rows

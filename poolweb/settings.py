@@ -212,7 +212,7 @@ POOLWEB = {
     "REQUESTS_KEPT_DAYS": env_int("POOLWEB_REQUESTS_KEPT_DAYS", 30, minimum=1, maximum=36500),
 }
 
-# The event stream at /ws/events/ (api.md §3, poolweb/realtime). Each web process reads new
+# The event stream at /ws/events/ (docs/events.md, poolweb/realtime). Each web process reads new
 # outbox rows every POLL_MS; a client has AUTH_TIMEOUT_MS to send its token and START_MS to send
 # resume_from before it starts from now; a client more than CLIENT_BUFFER events behind
 # catches up from the outbox instead. An open stream checks its user's rights every RECHECK_MS

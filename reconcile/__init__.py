@@ -1,6 +1,6 @@
 """Poolweb's scheduling engine: a frozen snapshot in, a plan out. Standard library only.
 
-The rules are those of spec/scheduling.md; rule ids (R-…) are cited where they are implemented.
+The rules are those of docs/scheduling.md; rule ids (R-…) are cited where they are implemented.
 Each module opens with a worked example; the examples run (tests/reconcile/test_doctests.py) with
 the names below, ``datetime``, ``timedelta``, ``timezone`` and ``t0`` (1 January 2026, UTC) in scope.
 """

@@ -1,4 +1,4 @@
-"""Which units of a policy's live allocations are borrowed (spec §1, "reserved is accounting").
+"""Which units of a policy's live allocations are borrowed (docs/scheduling.md §1, "reserved is accounting").
 
 Walk the policy's live allocations oldest first; each consumes what is left of the reservation
 at every applicable scope, and whatever exceeds it at any scope is borrowed. The newest

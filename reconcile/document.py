@@ -1,4 +1,4 @@
-"""The configuration document (api.md §1): JSON in, a validated ``Config`` out, and back.
+"""The configuration document (docs/api.md §1): JSON in, a validated ``Config`` out, and back.
 
 ``parse_document`` never raises: whatever JSON value it gets, it returns every error it finds,
 each with its path, and a ``Config`` only when there are none. ``to_document`` writes a

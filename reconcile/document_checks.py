@@ -1,4 +1,4 @@
-"""Checks of the configuration document that look across entries (api.md §1).
+"""Checks of the configuration document that look across entries (docs/api.md §1).
 
 ``reconcile.document`` reads each entry on its own into a *skeleton* ``Config``: every list keeps
 its document length, and a value that could not be read is a harmless placeholder (name ``""``,

@@ -1,4 +1,4 @@
-"""The invariants of spec §10, checked on values: tests call these after every step, and
+"""The invariants of docs/scheduling.md §10, checked on values: tests call these after every step, and
 ``manage.py check_state`` runs them on the stored state on demand (as the admin's
 ``GET /api/v1/health`` does). Each check returns a list of ``Violation``; empty is clean.
 

@@ -1,4 +1,4 @@
-"""The frozen values a pass reads: configuration, requests and the snapshot (spec §1, §2).
+"""The frozen values a pass reads: configuration, requests and the snapshot (docs/scheduling.md §1, §2).
 
 Everything here is immutable; a pass never changes its input.
 

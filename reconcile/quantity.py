@@ -1,4 +1,4 @@
-"""Exact quantities and resource vectors (spec §1).
+"""Exact quantities and resource vectors (docs/scheduling.md §1).
 
 A quantity is a decimal ≥ 0 with at most three digits after the point and at most 10^12.
 Internally it is an ``int`` of milli-units, so arithmetic is exact:
@@ -41,7 +41,7 @@ def unmetered_keys(capacity: Mapping[str, Any]) -> frozenset[str]:
 
 
 class QuantityError(ValueError):
-    """A quantity or resource vector that spec §1 does not allow. The message says why."""
+    """A quantity or resource vector that docs/scheduling.md §1 does not allow. The message says why."""
 
 
 def parse_quantity(value: Any) -> int:

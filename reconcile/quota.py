@@ -1,4 +1,4 @@
-"""Effective quotas and eligibility: could a request ever run on a pool? (spec §1, R-10…R-14)
+"""Effective quotas and eligibility: could a request ever run on a pool? (docs/scheduling.md §1, R-10…R-14)
 
 For policy Pol on pool P, each metered key has a list of limits and reservations from the
 rows with scope P or ``*``. With no row stating a limit the limit is the pool's capacity (left

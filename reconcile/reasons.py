@@ -1,4 +1,4 @@
-"""Every reason code a request can carry, in one enum (spec §9), and the order that picks one.
+"""Every reason code a request can carry, in one enum (docs/scheduling.md §9), and the order that picks one.
 
 A pending request shows the reason that others finishing cannot cure; lower comes first:
 

@@ -1,5 +1,5 @@
 """What a request asks for on a dynamic profile: ``resources``, or ``resource_settings`` converted
-to resource keys (api.md §2, spec §1).
+to resource keys (docs/api.md §3, docs/scheduling.md §1).
 
 ``resource_settings`` converts as:
 

@@ -1,4 +1,4 @@
-"""What a decision does to a request, written once (spec §2, R-31, R-44…R-46, R-50, R-51).
+"""What a decision does to a request, written once (docs/scheduling.md §2, R-31, R-44…R-46, R-50, R-51).
 
 ``applied`` is the meaning of every ``Decision`` — the planner's, and the release, cancel and
 eviction of ``lifecycle``. Everything that moves a request uses it: the planner's own simulation

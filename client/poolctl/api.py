@@ -1,4 +1,4 @@
-"""The Python API: ``Client`` wraps the REST API (api.md §2) and the event stream (§3)::
+"""The Python API: ``Client`` wraps the REST API (docs/api.md) and the event stream (docs/events.md)::
 
     client = Client()                               # POOLWEB_URL / POOLWEB_TOKEN, or `poolctl login`
     request = client.submit(policy="dev", profile="half")

@@ -1,4 +1,4 @@
-"""Typed results: the objects of the REST API (api.md §2) as frozen dataclasses.
+"""Typed results: the objects of the REST API (docs/api.md §3) as frozen dataclasses.
 
 Each ``from_json`` reads what the server sends and ignores fields it does not know (the API is
 extended, never renamed); a field the server leaves out — another team's queue entry has no
@@ -49,7 +49,7 @@ class Result:
 
 @dataclass(frozen=True)
 class Request(Result):
-    """A request object (api.md §2 "Requests")."""
+    """A request object (docs/api.md §3)."""
 
     id: int
     state: str

@@ -1,4 +1,4 @@
-"""The event stream (api.md §3): ``/ws/events/``, signed in with ``{"token": …}`` as the first
+"""The event stream (docs/events.md): ``/ws/events/``, signed in with ``{"token": …}`` as the first
 message, resumed with ``resume_from`` after a drop so no event in between is lost.
 
 ``receive`` gives the next event, None when ``timeout`` passes first, or raises ``StreamDown``;

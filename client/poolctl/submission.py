@@ -2,7 +2,7 @@
 checked before anything is sent so a typo is a usage error with the fix, not a round trip.
 
 ``--gpu``, ``--cpu``, ``--memory`` and ``--resource KEY=N`` become the request's
-``resource_settings`` (api.md §2: ``gpu_count``, ``cpu_count``, ``memory``, ``pool_resources``);
+``resource_settings`` (docs/api.md §3: ``gpu_count``, ``cpu_count``, ``memory``, ``pool_resources``);
 amounts travel as decimal strings so 0.143 stays exactly 0.143.
 """
 

@@ -1,4 +1,4 @@
-"""Configuration API (api.md §2, admin only): the live document, the draft and its validation,
+"""Configuration API (docs/api.md §2, admin only): the live document, the draft and its validation,
 preview and provision, versions and restore, the management switch.
 
 Views are thin: read the body, call one service, return its result. The document is judged by
@@ -27,7 +27,7 @@ from poolweb.services.draft_base import DraftStale
 
 
 
-# Schema: the configuration document (api.md §1).
+# Schema: the configuration document (docs/api.md §1).
 
 
 def _text(**kwargs) -> serializers.CharField:

@@ -62,7 +62,7 @@ def issue_data(issue: Issue) -> dict:
 
 
 def bad_request(errors: list[Issue]) -> Response:
-    """400 ``{"errors": [{path, code, message}, …]}``, the shape of api.md §1."""
+    """400 ``{"errors": [{path, code, message}, …]}``, the shape of docs/api.md §1."""
     return Response({"errors": [issue_data(e) for e in errors]}, status=status.HTTP_400_BAD_REQUEST)
 
 

@@ -1,4 +1,4 @@
-"""Live state (api.md §2): ``GET /pools``, ``GET /pools/{name}/queue``, ``GET /pools/{name}/running``,
+"""Live state (docs/api.md §4): ``GET /pools``, ``GET /pools/{name}/queue``, ``GET /pools/{name}/running``,
 ``GET /policies``.
 
 Any signed-in user may read them; anonymous callers get 401. Quantities are JSON numbers.
@@ -6,7 +6,7 @@ Any signed-in user may read them; anonymous callers get 401. Quantities are JSON
 A pool's queue is shared: every signed-in user sees every pending entry of it, in order, so
 people can tell how much is ahead of theirs. Each entry is the request object, whole for the
 reader's own requests, their teams' (a policy whose group they are in) and for admins; of
-anyone else's only the public fields (api.md §2 "Privacy", ``services.payloads.request_data_for``).
+anyone else's only the public fields (docs/api.md §4, ``services.payloads.request_data_for``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``POST /config/draft/preview`` (api.md §2): what provisioning the draft would do to the live
+"""``POST /config/draft/preview`` (docs/api.md §2): what provisioning the draft would do to the live
 requests — granted, preempted, rejected, cancelled — and usage per policy, scope and key before
 and after. The engine decides (services/preview.py); this renders it."""
 

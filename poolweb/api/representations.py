@@ -1,4 +1,4 @@
-"""The objects of api.md §2 — a request, a pool's and a policy's live state — described for the
+"""The objects of docs/api.md §3–4 — a request, a pool's and a policy's live state — described for the
 OpenAPI schema. What the API and the event stream send is built by ``services.payloads``; each
 serializer here renders through it, and a test holds the two equal."""
 
@@ -33,7 +33,7 @@ class GraceEndField(serializers.Field):
 
 
 class RequestSerializer(serializers.ModelSerializer):
-    """The request object of api.md §2, plus ``lease_seconds``, ``queue_pool`` and ``grace_ends_at``."""
+    """The request object of docs/api.md §3–4, plus ``lease_seconds``, ``queue_pool`` and ``grace_ends_at``."""
 
     owner = serializers.CharField(source="owner.username", read_only=True)
     resources = ResourcesField(read_only=True)

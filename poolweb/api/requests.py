@@ -1,4 +1,4 @@
-"""Requests API (api.md §2 "Requests"): submit, list, detail, heartbeat, release, cancel.
+"""Requests API (docs/api.md §3): submit, list, detail, heartbeat, release, cancel.
 
 Views are thin: read the input, call one service or selector, return the request object. The
 submission body is read by ``api.submission.read_submission`` (paths and codes of its own);
@@ -170,7 +170,7 @@ class RequestView(CatchUpOnRead, APIView):
 class ChangeSchema(serializers.Serializer):
     at = serializers.DateTimeField()
     state = serializers.ChoiceField(choices=[s.value for s in State])
-    reason = serializers.CharField(help_text="the reason code of the change (spec §9)")
+    reason = serializers.CharField(help_text="the reason code of the change (docs/scheduling.md §9)")
     message = serializers.CharField()
     attempt = serializers.IntegerField()
     pool = serializers.CharField(allow_null=True, help_text="where it holds or held capacity; null while queued")

@@ -1,4 +1,4 @@
-"""Reading a submission body (``POST /requests``, api.md §2) into a ``services.requests.Submission``.
+"""Reading a submission body (``POST /requests``, docs/api.md §3) into a ``services.requests.Submission``.
 
 Every field is checked and all errors are reported together, each with its path and a stable
 code. Choices where api.md is silent:

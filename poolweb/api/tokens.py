@@ -1,4 +1,4 @@
-"""Tokens API (api.md §2 "Accounts and operations"): the caller's API tokens — list them, create
+"""Tokens API (docs/api.md §5): the caller's API tokens — list them, create
 one (its secret shown once, in the answer), revoke one (admins: anyone's).
 
 Choices where api.md is silent: the list is paginated like every list, newest first, and has

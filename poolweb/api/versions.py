@@ -1,4 +1,4 @@
-"""What changed (an extension of api.md §2, admin only; decision 43): the structural diff between
+"""What changed (an extension of docs/api.md §2, admin only; decision 43): the structural diff between
 two versions, the draft's base version, and the 409 that refuses to provision a stale draft.
 
 - ``GET /config/versions/{a}/diff/{b}``: what changed from version a to version b (0: nothing).

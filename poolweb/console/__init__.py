@@ -1,2 +1,2 @@
-"""The browser console (spec/console.md): server-rendered pages whose JavaScript (static/console/)
+"""The browser console (docs/console.md): server-rendered pages whose JavaScript (static/console/)
 writes through the REST API and follows the event stream like any other client."""

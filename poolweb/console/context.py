@@ -9,7 +9,7 @@ from django.http import HttpRequest
 
 from poolweb.selectors.versions import management_enabled
 
-# (link name, path, admins only): spec/console.md names the links.
+# (link name, path, admins only): docs/console.md names the links.
 NAVIGATION = (
     ("Configuration", "/", False),
     ("Queues", "/queues/", False),

@@ -1,8 +1,8 @@
 """Cards from a configuration document, read leniently: a draft being edited may be incomplete
-or invalid (api.md §1 lets a draft be saved so), and its cards must still show what it says, so
+or invalid (docs/api.md §1 lets a draft be saved so), and its cards must still show what it says, so
 that the errors the API reports can be shown at the card they concern.
 
-Defaults are those of api.md §1 (``description ""``, connection name = pool name, quota scope
+Defaults are those of docs/api.md §1 (``description ""``, connection name = pool name, quota scope
 ``*``, priority 0); a pool's execution order is shown in full, as the engine serves it — the
 listed connected profiles, then the other connected ones by name. A value that is not a
 quantity is shown as written.

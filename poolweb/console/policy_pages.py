@@ -1,4 +1,4 @@
-"""The policies page (``/policies/``, spec/console.md): per policy, key and scope, usage against the
+"""The policies page (``/policies/``, docs/console.md): per policy, key and scope, usage against the
 reserved share and the limit as a bar with the reserved mark, the borrowed share, queued and
 running counts, and the policy's running requests. Members see the policies whose group they are
 in, admins every one.

@@ -1,4 +1,4 @@
-"""The live queue pages (spec/console.md): /queues/, /queues/<pool>/ and the "Why it waits" of one
+"""The live queue pages (docs/console.md): /queues/, /queues/<pool>/ and the "Why it waits" of one
 of its rows. Thin, like views.py: selectors for what the page shows, console.queues to shape it,
 a template. The pages then follow the event stream and read the REST API from their JavaScript.
 """

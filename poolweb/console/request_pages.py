@@ -1,4 +1,4 @@
-"""The requests pages (spec/console.md): ``/requests/`` — one's own requests (admins: everyone's),
+"""The requests pages (docs/console.md): ``/requests/`` — one's own requests (admins: everyone's),
 filtered as ``GET /api/v1/requests`` filters them — and ``/requests/<id>/``, one request with its
 lease and its history. Reads only; ``Cancel`` and ``Release`` are the REST API's, called by the
 pages' JavaScript (static/console/requests.js, request.js).

@@ -1,4 +1,4 @@
-"""The tokens page (``/account/tokens/``, spec/console.md): one's own API tokens, with when each
+"""The tokens page (``/account/tokens/``, docs/console.md): one's own API tokens, with when each
 was made and last used. Creating and revoking are the REST API's (``POST /api/v1/tokens``,
 ``DELETE /api/v1/tokens/{id}``), called by static/console/tokens.js; a new token's secret is
 in the API's answer only, so the page shows it once and never again.

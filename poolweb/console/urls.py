@@ -1,4 +1,4 @@
-"""The console's pages (spec/console.md: the paths are a contract)."""
+"""The console's pages (docs/console.md: the paths are a contract)."""
 
 from django.urls import path
 

@@ -1,4 +1,4 @@
-"""The console's pages (spec/console.md). Thin: a selector or a service read for what the page
+"""The console's pages (docs/console.md). Thin: a selector or a service read for what the page
 shows, a template. Every write is the REST API's, called by the page's JavaScript; the two
 ``editor/…`` fragments only render (the draft being edited, the preview of the saved draft).
 """

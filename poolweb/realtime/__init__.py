@@ -1,4 +1,4 @@
-"""The event stream at ``/ws/events/`` (api.md §3): from the outbox table to the browser.
+"""The event stream at ``/ws/events/`` (docs/events.md): from the outbox table to the browser.
 
 Decisions write ``Event`` rows in their own transaction (``services.events``), in any process.
 Each web process runs one relay (``relay.py``) that reads new rows every few milliseconds and

@@ -1,5 +1,5 @@
 """Who is on the other end of a stream, and whether that still holds: the console's session, or
-a bearer token sent as the first message (api.md §3).
+a bearer token sent as the first message (docs/events.md).
 
 A browser sends its cookies with a websocket from any page, so a session only counts when the
 handshake comes from this site, judged as Django's CSRF check judges an ``Origin``: the

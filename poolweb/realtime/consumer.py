@@ -1,4 +1,4 @@
-"""The ``/ws/events/`` consumer (api.md §3): authenticate, subscribe, then send events in seq order.
+"""The ``/ws/events/`` consumer (docs/events.md): authenticate, subscribe, then send events in seq order.
 
 A connection goes through three steps:
 

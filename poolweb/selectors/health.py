@@ -1,5 +1,5 @@
 """How the running service is doing, for ``GET /api/v1/health`` and ``manage.py check_state``:
-the database, the last pass, the worker's last sign of life, and the invariants of spec §10 on
+the database, the last pass, the worker's last sign of life, and the invariants of docs/scheduling.md §10 on
 the stored state.
 
 The invariants are checked on what is stored, as a pass would read it: I-1…I-4 on the live

@@ -1,4 +1,4 @@
-"""Reads for the live state (api.md §2 "Live state"): pools, a pool's queue and running requests, policies.
+"""Reads for the live state (docs/api.md §4): pools, a pool's queue and running requests, policies.
 
 Every read is a fixed handful of queries whatever the number of requests: the live
 configuration (two), the live allocations as values (one), and grouped counts of pending

@@ -2,7 +2,7 @@
 
 Users list and read their own requests, staff (admins) everyone's; a request another user cannot
 read is reported exactly like one that does not exist (no leak of existence). Where a user does
-see others' requests — a pool's queue — an ``Audience`` says how much of each (api.md §2
+see others' requests — a pool's queue — an ``Audience`` says how much of each (docs/api.md §4
 "Privacy"): all of their own, of those in a policy whose group they are in, and, for admins, of
 every one; of the others only what ``services.payloads.request_data_for`` keeps.
 """

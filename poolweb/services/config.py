@@ -1,4 +1,4 @@
-"""The configuration: draft, provision, versions and the management switch (api.md §1–2, spec
+"""The configuration: draft, provision, versions and the management switch (docs/api.md §1–2, spec
 R-55…R-57). What a document is judged by is services/validation.py; what provisioning would do,
 services/preview.py.
 
@@ -43,7 +43,7 @@ MAX_AUTHOR_NAME = 150  # ConfigVersion.author_name
 
 
 class ConfigInvalid(Exception):
-    """A document or provision refused, with every finding (api.md §1)."""
+    """A document or provision refused, with every finding (docs/api.md §1)."""
 
     def __init__(self, errors: list[Issue]) -> None:
         super().__init__(f"{len(errors)} error(s): " + "; ".join(f"{e.path}: {e.code}" for e in errors[:5]))

@@ -1,4 +1,4 @@
-"""Writing the event stream's outbox (api.md §3). Every function here must run inside the
+"""Writing the event stream's outbox (docs/events.md). Every function here must run inside the
 transaction of the decision it reports: the events commit with it or not at all. Readers relay
 rows in ``seq`` order, so ``seq`` order must be commit order (``sql.lock_outbox``).
 """

@@ -1,4 +1,4 @@
-"""The JSON objects of api.md §2 — a request, a pool's and a policy's live state — as the REST API
+"""The JSON objects of docs/api.md §3–4 — a request, a pool's and a policy's live state — as the REST API
 answers them and the event stream sends them. Built here, below both, by hand: DRF's generic
 serializer walk costs about a millisecond a row and a pass may announce ten thousand requests.
 The API's serializers describe the same shapes for the OpenAPI schema, and a test holds them
@@ -24,7 +24,7 @@ REQUEST_FIELDS = ("id", "name", "policy", "profile", "owner", "resources", "pree
 # The columns ``request_data`` reads: a preempting request's grace ends ``EVICTION_GRACE_SECONDS``
 # after ``preempted_at`` (R-44), so that is stored and ``grace_ends_at`` is not.
 REQUEST_COLUMNS = (*REQUEST_FIELDS[:-1], "preempted_at")
-# What anyone signed in sees of a request that is neither theirs nor their team's (api.md §2
+# What anyone signed in sees of a request that is neither theirs nor their team's (docs/api.md §3–4
 # "Privacy"): where it stands and what it takes, not who asked, what for, or the numbers behind it.
 PUBLIC_REQUEST_FIELDS = ("id", "state", "position", "policy", "profile", "resources", "pool",
                          "submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at")

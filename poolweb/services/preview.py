@@ -1,5 +1,5 @@
 """Previewing the draft: what provisioning it would do to the live requests, as the engine's
-preview says (api.md §2, R-55…R-57)."""
+preview says (docs/api.md §2, R-55…R-57)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Requests: submit, heartbeat, release and cancel (api.md §2; spec R-14, R-50, R-51).
+"""Requests: submit, heartbeat, release and cancel (docs/api.md §3; docs/scheduling.md R-14, R-50, R-51).
 
 Each write is one transaction; a reconcile pass is asked for (``reconcile_soon``) only once that
 transaction is done, so the pass sees the committed row — which is why ``request_submit``,

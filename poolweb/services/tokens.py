@@ -1,6 +1,6 @@
 """API tokens (``Authorization: Bearer <token>``, and the event stream's first message): issued
 once, stored only as their SHA-256, noted when used (to the minute), revoked by deleting them
-(api.md §2 "Accounts and operations")."""
+(docs/api.md §5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Judging a configuration document before it is saved as a draft or provisioned (api.md §1,
+"""Judging a configuration document before it is saved as a draft or provisioned (docs/api.md §1,
 R-55, R-57): the engine's checks, what JSON and the databases cannot hold, R-57 against the
 live requests, and the groups a policy names. Every finding is a ``reconcile.document.Issue``
 (path, code, message).
@@ -157,7 +157,7 @@ def _child(path: str, key: str) -> str:
 
 
 def _group_warnings(config: Config) -> list[Issue]:
-    """api.md §1: a policy whose group does not exist or has no members (allowed: members can be
+    """docs/api.md §1: a policy whose group does not exist or has no members (allowed: members can be
     added later, and admins may always submit)."""
     names = {p.group for p in config.policies if p.group}
     members = dict(Group.objects.filter(name__in=names).annotate(n=Count("user")).values_list("name", "n"))

@@ -1,4 +1,4 @@
-"""``manage.py check_state``: the invariants of spec §10 on the stored state; exit 1 on a violation.
+"""``manage.py check_state``: the invariants of docs/scheduling.md §10 on the stored state; exit 1 on a violation.
 
 For cron or a deployment's health check beside ``GET /api/v1/health``: it reads what a pass
 would read and changes nothing (selectors/health.py says which invariants and how).

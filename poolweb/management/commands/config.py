@@ -1,6 +1,6 @@
 """``manage.py config export [FILE]`` and ``manage.py config import FILE [--provision]``.
 
-The document is the one of api.md §1, as YAML when the file name ends in ``.yaml``/``.yml`` and
+The document is the one of docs/api.md §1, as YAML when the file name ends in ``.yaml``/``.yml`` and
 as JSON otherwise. Export writes the live configuration (stdout without FILE). Import saves the
 draft, or with ``--provision`` publishes the file as the next version; refused documents print
 their errors one per line (``path: code: message``) and exit with status 1.

@@ -155,6 +155,9 @@ def optional_text(milli: int | None) -> str | None:
     return None if milli is None else quantity_text(milli)
 
 
+UNSHOWN_KEYS = frozenset({"step_run"})  # every request takes one step_run (R-11): it tells a person nothing
+
+
 def key_order(key: str) -> tuple[bool, str]:
     """gpu first, then the other keys by name."""
     return key != "gpu", key

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from poolweb.console.cards import Bar, bar, key_order
+from poolweb.console.cards import UNSHOWN_KEYS, Bar, bar, key_order
 from poolweb.selectors.live import PoolState
 from poolweb.selectors.requests import Audience
 from poolweb.selectors.waiting import WhyWaits
@@ -19,7 +19,6 @@ from reconcile import State
 from reconcile.quantity import quantity_text
 
 PAGE_ROWS = 50  # rows of each table in the first render; "Show more" reads the next from the API
-HIDDEN_KEYS = ("step_run",)  # every request has step_run: 1 (R-11); the rows leave it out
 STATE_TEXT = {State.PENDING.value: "queued"}  # spec: the console says "queued" for pending
 
 
@@ -49,8 +48,9 @@ class Row:
 
 
 def resources_text(resources: Mapping[str, int | float]) -> str:
-    """``{"gpu": 0.5, "mcpu": 8000, "step_run": 1}`` → "0.5 gpu, 8000 mcpu" (queues.js resourcesText)."""
-    return ", ".join(f"{amount} {key}" for key, amount in resources.items() if key not in HIDDEN_KEYS)
+    """``{"mcpu": 8000, "gpu": 0.5, "step_run": 1}`` → "0.5 gpu · 8000 mcpu", as the ``resources``
+    filter writes it (and queues.js resourcesText)."""
+    return " · ".join(f"{resources[key]} {key}" for key in sorted(resources, key=key_order) if key not in UNSHOWN_KEYS)
 
 
 def row(request, audience: Audience, username: str) -> Row:
@@ -124,6 +124,6 @@ def why_view(why: WhyWaits, audience: Audience, username: str) -> WhyView:
     preemptor = shown(why.preemptor) if why.preemptor is not None and not subject.hidden else None
     return WhyView(
         subject, pool_summary(why.pool) if why.pool else None, why.ahead, tuple(map(shown, why.nearest)),
-        resources_text(quantities({k: v for k, v in why.demand.items() if k not in HIDDEN_KEYS})),
+        resources_text(quantities({k: v for k, v in why.demand.items() if k not in UNSHOWN_KEYS})),
         tuple(Holding(shown(h), resources_text(quantities(h.resources))) for h in why.holders),
         tuple(map(shown, why.victims)), preemptor, grace_end(why.request))

@@ -15,12 +15,11 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.timesince import timesince, timeuntil
 
-from poolweb.console.cards import key_order
+from poolweb.console.cards import UNSHOWN_KEYS, key_order
 from reconcile.quantity import quantity_text
 
 register = template.Library()
 EXACT = "%Y-%m-%d %H:%M:%S UTC"  # the title of every <time>, as times.js writes it
-UNSHOWN_KEYS = frozenset({"step_run"})  # every request takes one step_run: it tells a person nothing
 
 
 @register.filter

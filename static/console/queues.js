@@ -25,8 +25,10 @@ const WHY_EVERY_MS = 2000; // open "Why it waits" panels are read again at most 
 const touched = new Map(); // request id → when an event last changed its row (performance.now())
 
 export function resourcesText(resources) {
-  return Object.entries(resources ?? {}).filter(([key]) => !HIDDEN_KEYS.has(key))
-    .map(([key, amount]) => `${amount} ${key}`).join(", ");
+  // As the server's resources filter: gpu first, then by name, " · " between.
+  const order = ([a], [b]) => (a !== "gpu") - (b !== "gpu") || (a < b ? -1 : a > b ? 1 : 0);
+  return Object.entries(resources ?? {}).filter(([key]) => !HIDDEN_KEYS.has(key)).sort(order)
+    .map(([key, amount]) => `${amount} ${key}`).join(" · ");
 }
 
 function element(tag, attributes = {}, ...children) {

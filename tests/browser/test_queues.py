@@ -70,7 +70,7 @@ def test_a_request_waits_then_runs_without_reload(visit, demo):
     expect(entry).to_be_visible()
     expect(entry.locator('[data-cell="position"]')).to_have_text("1")
     expect(entry.locator('[data-cell="reason"]')).to_contain_text("pool h100 is short of 2 gpu")
-    expect(entry.locator('[data-cell="resources"]')).to_have_text("2 gpu, 32000 mcpu")
+    expect(entry.locator('[data-cell="resources"]')).to_have_text("2 gpu · 32000 mcpu")
     expect(entry).to_have_class(re.compile("is-fresh"))  # it arrived live: highlighted a moment
     expect(entry).not_to_have_class(re.compile("is-fresh"))
     screenshot(page, "queue")
@@ -164,7 +164,7 @@ def test_why_it_waits_shows_the_reason_the_position_and_what_is_ahead(visit, dem
     expect(panel.get_by_role("heading", name="Why it waits")).to_be_visible()
     expect(panel).to_contain_text(Request.objects.get(pk=mine.pk).message)
     expect(panel).to_contain_text("2 in the queue of h100")
-    expect(panel).to_contain_text("1 request, needing 2 gpu, 32000 mcpu")
+    expect(panel).to_contain_text("1 request, needing 2 gpu · 32000 mcpu")
     ahead = panel.get_by_role("table", name=f"Ahead of request {mine.id}")
     expect(ahead.locator("tbody tr")).to_have_count(1)
     expect(ahead).to_contain_text(f"#{first.id}")

@@ -102,4 +102,4 @@ def test_an_unknown_pool_is_a_404_and_the_overview_lists_every_pool(queued, bob)
 
 
 def test_rows_leave_out_step_run_and_write_numbers_as_the_api():
-    assert resources_text({"gpu": 0.5, "mcpu": 8000, "step_run": 1}) == "0.5 gpu, 8000 mcpu"
+    assert resources_text({"mcpu": 8000, "gpu": 0.5, "step_run": 1}) == "0.5 gpu · 8000 mcpu"

@@ -122,3 +122,22 @@ def test_the_diff_page_shows_each_field(provisioned, alice):
 
     assert 'aria-label="Pool h100 changed"' in html
     assert "<code>capacity.gpu</code>" in html and ">8<" in html and ">16<" in html
+
+
+HOSTILE = [
+    "/queues/" + "x" * 5000 + "/", "/queues/%00/", "/queues/h100/why/99999/", "/queues/h100/why/1/",
+    "/queues/nothing/why/1/", "/requests/?page=abc", "/requests/?page=-1", "/requests/?page=99999",
+    "/requests/?state=bogus", "/requests/?state=" + "pending," * 500, "/requests/?policy=%00",
+    "/requests/?owner=nobody", "/requests/99999999999999999999/", "/requests/0/",
+    "/policies/nothing/card/", "/policies/" + "p" * 3000 + "/card/", "/versions/?page=zzz",
+    "/versions/99999/", "/versions/1/diff/99999/", "/versions/compare/?before=x&after=1",
+]
+
+
+@pytest.mark.parametrize("path", HOSTILE)
+@pytest.mark.parametrize("who", ["alice", "bob"])
+def test_hostile_paths_and_queries_get_a_page_or_a_4xx_never_a_500_and_write_nothing(provisioned, request, who, path):
+    events = Event.objects.count()
+    response = signed_in(request.getfixturevalue(who)).get(path)
+    assert response.status_code < 500
+    assert Event.objects.count() == events

@@ -221,7 +221,9 @@ def lock_outbox() -> None:
 _unknown = Event._meta.get_field("data").encoder().default  # Decimals, datetimes: as the model's encoder
 
 
-_encode = json.JSONEncoder(default=_unknown).encode  # one encoder: json.dumps with a default makes one per call
+# One encoder (json.dumps with a default makes one per call), without the C encoder's check for
+# cycles: an event's data is a tree of dicts and lists made for it.
+_encode = json.JSONEncoder(default=_unknown, check_circular=False).encode
 
 
 def json_text(data: object) -> str:

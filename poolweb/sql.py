@@ -5,13 +5,15 @@ A pass reads, rewrites and announces up to 10^4 requests. Through the ORM that c
 millisecond a row (Django's value converters on read, ``bulk_update``'s CASE per column per row
 on write, model instances and ``bulk_create`` for events); here it costs what the driver costs:
 
-- ``select_requests``: plain ``SELECT`` of named columns, timestamps as text on PostgreSQL (parsed
-  in C by ``moment``: Django's timestamptz loader is Python and costs more than the query);
+- ``select_requests``: plain ``SELECT`` of named columns, timestamps as text (parsed in C by
+  ``moment``: Django's timestamptz loader and SQLite's converter are Python), the values on
+  PostgreSQL as one array (``= ANY``);
 - ``update_requests``: one ``UPDATE`` per set of changed columns, by ``executemany`` on SQLite (in
-  process, a row costs nothing more) and as ``UPDATE … FROM (VALUES …)`` a thousand rows at a time
-  on PostgreSQL (whose ``executemany`` pays a parse, bind and execute round per row);
-- ``insert``: multi-row ``INSERT``s, 500 rows to a statement (the outbox, its data encoded by
-  ``json_text``; the requests' history);
+  process, a row costs nothing more) and as one ``UPDATE … FROM unnest(arrays)`` on PostgreSQL;
+- ``insert``: multi-row ``INSERT``s, 500 rows to a statement, on SQLite, one ``INSERT … SELECT
+  FROM unnest(arrays)`` on PostgreSQL (the outbox, its data encoded by ``json_text``; the
+  requests' history). PostgreSQL's statements bind on the server (``_bound_cursor``): Django's
+  client-side binding parsed and quoted every one of 10^4 rows' values in Python (decision 61);
 - ``lock_outbox`` and ``sequence_high_water``: PostgreSQL's advisory lock and sequence functions;
 - ``pass_lock``: passes, provisions and the switch one at a time, without SQLite's write lock.
 """

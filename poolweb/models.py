@@ -141,7 +141,7 @@ class Request(models.Model):
     policy = models.CharField(max_length=NAME_LENGTH)
     profile = models.CharField(max_length=NAME_LENGTH)
     # No index of its own: request_owner_state leads with the owner (every index is rewritten by
-    # a pass's UPDATEs, decision 62).
+    # a pass's UPDATEs, decision 63).
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="requests",
                               db_index=False)
     resources = models.JSONField()  # key → milli-units, step_run included

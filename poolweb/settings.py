@@ -109,7 +109,7 @@ def _database() -> dict:
         # WAL lets readers run beside the writer; IMMEDIATE takes the write lock at BEGIN, so two
         # writers queue (up to the busy timeout) instead of failing half-way through a decision.
         # A page cache of up to 64 MiB (the default is 2): a pass rewriting 10^4 rows spilled dirty
-        # pages to the WAL mid-transaction, 40 % of its UPDATEs' time (decision 61).
+        # pages to the WAL mid-transaction, 40 % of its UPDATEs' time (decision 62).
         "OPTIONS": {
             "transaction_mode": "IMMEDIATE",
             "timeout": 20,

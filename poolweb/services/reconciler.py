@@ -102,7 +102,7 @@ def _pass(now: datetime | None, dry_run: bool, trigger: str) -> PassResult:
     with site_locked() as state, collector_paused():
         # The pass's values (snapshot, rows, payloads: ~10^6 objects after a burst) die as
         # _decide_and_write returns, with the collector still paused; alive at its end, the
-        # collection owed for the pass traversed them all, 5 % of a cold pass (decision 61).
+        # collection owed for the pass traversed them all, 5 % of a cold pass (decision 62).
         return _decide_and_write(state, now or timezone.now(), dry_run, trigger, started)
 
 

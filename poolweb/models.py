@@ -140,7 +140,10 @@ class Request(models.Model):
     name = models.CharField(max_length=200, blank=True)
     policy = models.CharField(max_length=NAME_LENGTH)
     profile = models.CharField(max_length=NAME_LENGTH)
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="requests")
+    # No index of its own: request_owner_state leads with the owner (every index is rewritten by
+    # a pass's UPDATEs, decision 63).
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="requests",
+                              db_index=False)
     resources = models.JSONField()  # key → milli-units, step_run included
     preemptible = models.BooleanField(default=True)
     max_retries = models.PositiveSmallIntegerField(default=0)
@@ -181,7 +184,8 @@ class RequestChange(models.Model):
     """One change of a request's state (its history, api.md ``GET /requests/{id}/history``), written
     in the transaction of the change itself."""
 
-    request = models.ForeignKey(Request, on_delete=models.CASCADE, related_name="changes", db_constraint=False)
+    request = models.ForeignKey(Request, on_delete=models.CASCADE, related_name="changes", db_constraint=False,
+                                db_index=False)  # request_change_order leads with it
     at = models.DateTimeField()
     state = models.CharField(max_length=16, choices=Request.STATES)
     reason = models.CharField(max_length=32, choices=Request.REASONS)
@@ -230,8 +234,10 @@ class Event(models.Model):
 
     seq = models.BigAutoField(primary_key=True)
     type = models.CharField(max_length=32)
+    # Read by seq only (a reader filters seq > n, then by owner): no index on the owner, which a
+    # pass would write 10^4 times after a burst; deleting a user scans the kept outbox.
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
-                              related_name="+", db_constraint=False)
+                              related_name="+", db_constraint=False, db_index=False)
     data = models.JSONField(encoder=JSONEncoder)  # DRF's: quantities (Decimal) as JSON numbers
     created_at = models.DateTimeField(default=timezone.now)
 

@@ -108,10 +108,13 @@ def _database() -> dict:
         "CONN_HEALTH_CHECKS": True,
         # WAL lets readers run beside the writer; IMMEDIATE takes the write lock at BEGIN, so two
         # writers queue (up to the busy timeout) instead of failing half-way through a decision.
+        # A page cache of up to 64 MiB (the default is 2): a pass rewriting 10^4 rows spilled dirty
+        # pages to the WAL mid-transaction, 40 % of its UPDATEs' time (decision 62).
         "OPTIONS": {
             "transaction_mode": "IMMEDIATE",
             "timeout": 20,
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000; "
+                            "PRAGMA cache_size=-65536;",
         },
         # The tests' database is a file, not memory, so that a test can start a server process on
         # it (tests/poolweb/test_events_live.py); one per test run, so two runs never share it.

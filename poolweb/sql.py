@@ -5,13 +5,15 @@ A pass reads, rewrites and announces up to 10^4 requests. Through the ORM that c
 millisecond a row (Django's value converters on read, ``bulk_update``'s CASE per column per row
 on write, model instances and ``bulk_create`` for events); here it costs what the driver costs:
 
-- ``select_requests``: plain ``SELECT`` of named columns, timestamps as text on PostgreSQL (parsed
-  in C by ``moment``: Django's timestamptz loader is Python and costs more than the query);
+- ``select_requests``: plain ``SELECT`` of named columns, timestamps as text (parsed in C by
+  ``moment``: Django's timestamptz loader and SQLite's converter are Python), the values on
+  PostgreSQL as one array (``= ANY``);
 - ``update_requests``: one ``UPDATE`` per set of changed columns, by ``executemany`` on SQLite (in
-  process, a row costs nothing more) and as ``UPDATE … FROM (VALUES …)`` a thousand rows at a time
-  on PostgreSQL (whose ``executemany`` pays a parse, bind and execute round per row);
-- ``insert``: multi-row ``INSERT``s, 500 rows to a statement (the outbox, its data encoded by
-  ``json_text``; the requests' history);
+  process, a row costs nothing more) and as one ``UPDATE … FROM unnest(arrays)`` on PostgreSQL;
+- ``insert``: multi-row ``INSERT``s, 500 rows to a statement, on SQLite, one ``INSERT … SELECT
+  FROM unnest(arrays)`` on PostgreSQL (the outbox, its data encoded by ``json_text``; the
+  requests' history). PostgreSQL's statements bind on the server (``_bound_cursor``): Django's
+  client-side binding parsed and quoted every one of 10^4 rows' values in Python (decision 61);
 - ``lock_outbox`` and ``sequence_high_water``: PostgreSQL's advisory lock and sequence functions;
 - ``pass_lock``: passes, provisions and the switch one at a time, without SQLite's write lock.
 """
@@ -26,8 +28,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone as dt_timezone
 
+import psycopg
 from django.db import connection
-from psycopg.types.json import Jsonb
 
 from poolweb.models import Event, Request as RequestRow, RequestChange
 
@@ -37,31 +39,66 @@ SCHEDULES_LOCK = 0x706F_6F6C_0002  # whoever arms the worker's schedules,
 PASS_LOCK = 0x706F_6F6C_0003  # and passes, provisions and the switch (pass_lock)
 
 
-def select_requests(fields: Sequence[str], column: str, values: Sequence) -> list[tuple]:
-    """``fields`` of the requests whose ``column`` is one of ``values``, in id order. The values
-    come as the driver gives them: see ``moment`` and ``decoded``."""
+def select_requests(fields: Sequence[str], column: str, values: Sequence, *, lock: bool = False) -> list[tuple]:
+    """``fields`` of the requests whose ``column`` is one of ``values``, in id order; with ``lock``
+    the rows are locked to the end of the transaction (PostgreSQL: SQLite's IMMEDIATE transaction
+    holds the whole database already). The values come as the driver gives them: see ``moment``
+    and ``decoded``."""
     meta, quote = RequestRow._meta, connection.ops.quote_name
     columns = ", ".join(_selected(meta.get_field(name), quote) for name in fields)
+    query = f"SELECT {columns} FROM {quote(meta.db_table)} WHERE {quote(meta.get_field(column).column)} "
+    if connection.vendor == "postgresql":  # one array, however many values
+        with _bound_cursor() as cursor:
+            cursor.execute(query + f"= ANY(%b::{_array_type(meta.get_field(column))}) ORDER BY {quote(meta.pk.column)}"
+                           + (" FOR UPDATE" if lock else ""), [list(values)])
+            return cursor.fetchall()
     rows: list[tuple] = []
     with connection.cursor() as cursor:
         for start in range(0, len(values), CHUNK):
             part = values[start:start + CHUNK]
-            cursor.execute(f"SELECT {columns} FROM {quote(meta.db_table)} "
-                           f"WHERE {quote(meta.get_field(column).column)} IN ({', '.join(['%s'] * len(part))}) "
-                           f"ORDER BY {quote(meta.pk.column)}", part)
+            cursor.execute(query + f"IN ({', '.join(['%s'] * len(part))}) ORDER BY {quote(meta.pk.column)}", part)
             rows += cursor.fetchall()
     return rows
 
 
+@contextmanager
+def _bound_cursor() -> Iterator:
+    """PostgreSQL: a cursor of Django's connection (its transaction, its adapters, its query log)
+    that binds parameters on the server. Django's own binds on the client: psycopg then parses a
+    statement of thousands of ``%s`` in Python and quotes every value into it, which was most of a
+    cold pass's writing. Here a column of values travels as one binary array (``%b``) that
+    ``unnest`` or ``= ANY`` takes apart on the server."""
+    connection.ensure_connection()
+    cursor = connection._prepare_cursor(psycopg.Cursor(connection.connection))
+    try:
+        yield cursor
+    finally:
+        cursor.close()
+
+
+def _array_type(field) -> str:
+    """The PostgreSQL array type of a column's values as sent: JSON goes as text (``_as_stored``)."""
+    kind = field.db_type(connection)
+    return "text[]" if kind == "jsonb" else f"{kind}[]"
+
+
+def _as_stored(field, name: str) -> str:
+    return f"{name}::jsonb" if field.db_type(connection) == "jsonb" else name
+
+
 def _selected(field, quote) -> str:
-    if connection.vendor == "postgresql" and field.get_internal_type() == "DateTimeField":
+    """A column as selected: a timestamp as text, for ``moment`` to parse in C (SQLite's converter
+    for Django's ``datetime`` columns is a Python function per value, PostgreSQL's loader too)."""
+    if field.get_internal_type() != "DateTimeField":
+        return quote(field.column)
+    if connection.vendor == "postgresql":
         return f"{quote(field.column)}::text"
-    return quote(field.column)
+    return f"{quote(field.column)} || '+00:00'"  # stored as naive UTC text; a computed column has no converter
 
 
 def moment(value: datetime | str | None) -> datetime | None:
-    """A timestamp read by ``select_requests``: PostgreSQL's text (``2026-11-29 13:45:00.5+00``),
-    or the naive UTC datetime SQLite's converter makes of what Django stored."""
+    """A timestamp read by ``select_requests``: as text (PostgreSQL's ``2026-11-29 13:45:00.5+00``,
+    SQLite's stored UTC text with ``+00:00``), or a datetime Django's converter made (naive: UTC)."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -81,46 +118,42 @@ def update_requests(fields_by_id: dict[int, dict]) -> None:
     for request_id, fields in fields_by_id.items():
         by_names[tuple(sorted(fields))].append((request_id, fields))
     meta, quote = RequestRow._meta, connection.ops.quote_name
-    prepare = _Preparer()
-    with connection.cursor() as cursor:
-        for names, rows in by_names.items():
-            columns = [meta.get_field(name) for name in names]
-            values = [[prepare(column, fields[column.name]) for column in columns] + [request_id]
-                      for request_id, fields in rows]
-            if connection.vendor == "postgresql":
-                _update_from_values(cursor, columns, values)
-            else:
-                assignments = ", ".join(f"{quote(column.column)} = %s" for column in columns)
-                cursor.executemany(
-                    f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s", values)
+    for names, rows in by_names.items():
+        columns = [meta.get_field(name) for name in names]
+        values = _by_column(columns + [meta.pk], [[*(fields[name] for name in names), request_id]
+                                                   for request_id, fields in rows])
+        if connection.vendor == "postgresql":
+            _update_from_arrays(columns, values)
+            continue
+        assignments = ", ".join(f"{quote(column.column)} = %s" for column in columns)
+        with connection.cursor() as cursor:
+            cursor.executemany(f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {quote(meta.pk.column)} = %s",
+                               list(zip(*values)))
 
 
-class _Preparer:
-    """Datetimes take the backend's form, prepared once per value (a pass writes one ``now`` to
-    thousands of rows); everything else goes to the driver as it is."""
-
-    def __init__(self) -> None:
-        self.prepared: dict[tuple[str, datetime], object] = {}
-
-    def __call__(self, column, value):
-        if not isinstance(value, datetime):
-            return value
-        key = (column.name, value)
-        if key not in self.prepared:
-            self.prepared[key] = column.get_db_prep_save(value, connection)
-        return self.prepared[key]
+def _by_column(columns: list, rows: list[Sequence]) -> list[list]:
+    """The values of ``rows`` column by column, as the driver takes them: datetimes in the
+    backend's form, each distinct one prepared once (a pass writes one ``now`` to thousands of
+    rows); everything else as it is."""
+    by_column = [list(values) for values in zip(*rows)] if rows else [[] for _ in columns]
+    for column, values in zip(columns, by_column):
+        if column.get_internal_type() == "DateTimeField":
+            prepared: dict[datetime, object] = {}
+            values[:] = [None if value is None else prepared[value] if value in prepared
+                         else prepared.setdefault(value, column.get_db_prep_save(value, connection))
+                         for value in values]
+    return by_column
 
 
-def _update_from_values(cursor, columns: list, values: list[list]) -> None:
+def _update_from_arrays(columns: list, values: list[list]) -> None:
+    """One ``UPDATE … FROM unnest(arrays)`` for all the rows: a column of values is one array."""
     meta, quote = RequestRow._meta, connection.ops.quote_name
-    names = [quote(column.column) for column in columns] + [quote(meta.pk.column)]
-    row = "(" + ", ".join(f"%s::{column.db_type(connection)}" for column in [*columns, meta.pk]) + ")"
-    assignments = ", ".join(f"{name} = v.{name}" for name in names[:-1])
-    for start in range(0, len(values), 1000):
-        part = values[start:start + 1000]
-        cursor.execute(f"UPDATE {quote(meta.db_table)} AS t SET {assignments} "
-                       f"FROM (VALUES {', '.join([row] * len(part))}) AS v({', '.join(names)}) "
-                       f"WHERE t.{names[-1]} = v.{names[-1]}", [value for one in part for value in one])
+    names = [quote(column.column) for column in [*columns, meta.pk]]
+    arrays = ", ".join(f"%b::{_array_type(column)}" for column in [*columns, meta.pk])
+    assignments = ", ".join(f"{name} = {_as_stored(column, 'v.' + name)}" for name, column in zip(names, columns))
+    with _bound_cursor() as cursor:
+        cursor.execute(f"UPDATE {quote(meta.db_table)} AS t SET {assignments} FROM unnest({arrays}) "
+                       f"AS v({', '.join(names)}) WHERE t.{names[-1]} = v.{names[-1]}", values)
 
 
 def lock(key: int) -> None:
@@ -190,22 +223,22 @@ def lock_outbox() -> None:
 _unknown = Event._meta.get_field("data").encoder().default  # Decimals, datetimes: as the model's encoder
 
 
+# One encoder (json.dumps with a default makes one per call), without the C encoder's check for
+# cycles: an event's data is a tree of dicts and lists made for it.
+_encode = json.JSONEncoder(default=_unknown, check_circular=False).encode
+
+
 def json_text(data: object) -> str:
     """An event's data as JSON text, by the C encoder, with the model field's encoder only for
     what JSON has no type for: through ``JSONField`` (a Python encoder class per value) it was
     a third of a cold pass's writing."""
-    return json.dumps(data, default=_unknown)
+    return _encode(data)
 
 
 def insert_events(rows: list[tuple[str, int | None, str]], created_at: datetime) -> None:
-    """Insert ``(type, owner_id, data as JSON text)`` outbox rows."""
-    as_json = (lambda text: Jsonb(text, dumps=_as_is)) if connection.vendor == "postgresql" else _as_is
+    """Insert ``(type, owner_id, data as JSON text)`` outbox rows, in seq order as listed."""
     insert(Event, ("type", "owner", "data", "created_at"),
-           [(type, owner_id, as_json(text), created_at) for type, owner_id, text in rows])
-
-
-def _as_is(text: str) -> str:
-    return text
+           [(type, owner_id, text, created_at) for type, owner_id, text in rows])
 
 
 def insert_changes(rows: list[tuple[int, datetime, str, str, str, int, str | None]]) -> None:
@@ -214,17 +247,36 @@ def insert_changes(rows: list[tuple[int, datetime, str, str, str, int, str | Non
 
 
 def insert(model, names: Sequence[str], rows: list[tuple]) -> None:
-    """Multi-row INSERTs of ``rows`` (values in the order of ``names``), 500 rows to a statement."""
+    """INSERTs of ``rows`` (values in the order of ``names``; a JSON column's as JSON text), in
+    the order listed: multi-row, 500 rows to a statement, on SQLite; one ``INSERT … SELECT FROM
+    unnest(arrays)`` on PostgreSQL."""
     meta, quote = model._meta, connection.ops.quote_name
     columns = [meta.get_field(name) for name in names]
-    prepare = _Preparer()
-    values = [[prepare(column, value) for column, value in zip(columns, row)] for row in rows]
+    if not rows:
+        return
+    values = _by_column(columns, rows)
+    table, listed = quote(meta.db_table), ", ".join(quote(column.column) for column in columns)
+    if connection.vendor == "postgresql":
+        _insert_arrays(table, columns, values)
+        return
+    values = list(zip(*values))
     placeholders = "(" + ", ".join(["%s"] * len(columns)) + ")"
     with connection.cursor() as cursor:
         for start in range(0, len(values), 500):
             part = values[start:start + 500]
-            cursor.execute(f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(c.column) for c in columns)}) "
-                           f"VALUES {', '.join([placeholders] * len(part))}", [value for row in part for value in row])
+            cursor.execute(f"INSERT INTO {table} ({listed}) VALUES {', '.join([placeholders] * len(part))}",
+                           [value for row in part for value in row])
+
+
+def _insert_arrays(table: str, columns: list, values: list[list]) -> None:
+    # WITH ORDINALITY … ORDER BY: serial keys (the outbox's seq) are drawn in the order listed.
+    quote = connection.ops.quote_name
+    names = [quote(column.column) for column in columns]
+    arrays = ", ".join(f"%b::{_array_type(column)}" for column in columns)
+    selected = ", ".join(_as_stored(column, "v." + name) for name, column in zip(names, columns))
+    with _bound_cursor() as cursor:
+        cursor.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {selected} FROM unnest({arrays}) "
+                       f"WITH ORDINALITY AS v({', '.join(names)}, listed_at) ORDER BY v.listed_at", values)
 
 
 def sequence_high_water() -> int:

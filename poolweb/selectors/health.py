@@ -60,7 +60,7 @@ class Health:
 
 
 def check_stored_state(now: datetime) -> StateCheck:
-    snapshot, version, _ = load_pass_input(now)
+    snapshot, version = load_pass_input(now)[:2]
     provisioned = live_version()
     baseline = _before(snapshot, provisioned.created_at) if provisioned is not None else None
     first = plan(snapshot, version.terms)

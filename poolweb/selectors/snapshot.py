@@ -37,6 +37,8 @@ class PassInput(NamedTuple):
     snapshot: Snapshot
     prepared: Prepared  # the live version, with the terms kept for it
     waits: dict[int, StoredWait]  # per pending request, so a pass writes only the waits that changed
+    rows: dict[int, tuple] = {}  # the rows as read, by id: ``columns`` of each
+    columns: tuple[str, ...] = ()
 
 
 def to_engine(row: Sequence, vectors: dict[str, Vector] | None = None) -> Request:
@@ -55,30 +57,40 @@ def to_engine(row: Sequence, vectors: dict[str, Vector] | None = None) -> Reques
     moment = sql.moment
     return Request(
         id=request_id, policy=policy, profile=profile, resources=vector, submitted_at=moment(submitted_at),
-        state=State(state), preemptible=bool(preemptible), max_retries=max_retries, attempt=attempt, pool=pool,
+        state=_STATES[state], preemptible=bool(preemptible), max_retries=max_retries, attempt=attempt, pool=pool,
         allocated_at=moment(allocated_at), lease_seconds=lease_seconds, lease_expires_at=moment(lease_expires_at),
-        preempted_by=preempted_by, preempted_at=moment(preempted_at), reason=Reason(reason), held_pool=held_pool)
+        preempted_by=preempted_by, preempted_at=moment(preempted_at), reason=_REASONS[reason], held_pool=held_pool)
+
+
+# By stored value: a dict lookup, where ``State(value)`` is a Python call into enum (24,000 a pass).
+_STATES = {state.value: state for state in State}
+_REASONS = {reason.value: reason for reason in Reason}
 
 
 def load_snapshot(now: datetime) -> Snapshot:
     return load_pass_input(now).snapshot
 
 
-def load_pass_input(now: datetime, state: SiteState | None = None) -> PassInput:
+def load_pass_input(now: datetime, state: SiteState | None = None, *, also: Sequence[str] = ()) -> PassInput:
     """The snapshot at ``now``, the live version prepared, and the stored wait of each pending
-    request; ``state`` is the site row when the caller read it already (under the pass lock)."""
+    request; ``state`` is the site row when the caller read it already (under the pass lock).
+    ``also`` names more columns to read in the same query (a pass announces from them), kept
+    with the rest in ``rows``."""
     state = state or site()
     version = prepared(state.live_version)
-    requests, waits = [], {}
+    columns = (*SNAPSHOT_FIELDS, *WAIT_FIELDS)
+    columns += tuple(name for name in also if name not in columns)
+    requests, waits, rows = [], {}, {}
     vectors: dict[str, Vector] = {}  # most requests share their profile's resources: one Vector each
-    width = len(SNAPSHOT_FIELDS)
-    for row in sql.select_requests((*SNAPSHOT_FIELDS, *WAIT_FIELDS), "state", LIVE_OR_PENDING):
+    width, waits_end = len(SNAPSHOT_FIELDS), len(SNAPSHOT_FIELDS) + len(WAIT_FIELDS)
+    for row in sql.select_requests(columns, "state", LIVE_OR_PENDING):
         request = to_engine(row, vectors)
         requests.append(request)
+        rows[request.id] = row
         if request.state is State.PENDING:
-            waits[request.id] = StoredWait(*row[width:])
+            waits[request.id] = StoredWait(*row[width:waits_end])
     snapshot = Snapshot(
         now=now, config=version.config, requests=tuple(requests), management_enabled=state.management_enabled,
         eviction_grace=timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"]),
     )
-    return PassInput(snapshot, version, waits)
+    return PassInput(snapshot, version, waits, rows, columns)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -24,8 +25,8 @@ REQUEST_FIELDS = ("id", "name", "policy", "profile", "owner", "resources", "pree
 # The columns ``request_data`` reads: a preempting request's grace ends ``EVICTION_GRACE_SECONDS``
 # after ``preempted_at`` (R-44), so that is stored and ``grace_ends_at`` is not.
 REQUEST_COLUMNS = (*REQUEST_FIELDS[:-1], "preempted_at")
-# What anyone signed in sees of a request that is neither theirs nor their team's (docs/api.md §3–4
-# "Privacy"): where it stands and what it takes, not who asked, what for, or the numbers behind it.
+# What anyone signed in sees of a request that is neither theirs nor their team's (docs/api.md §4,
+# privacy): where it stands and what it takes, not who asked, what for, or the numbers behind it.
 PUBLIC_REQUEST_FIELDS = ("id", "state", "position", "policy", "profile", "resources", "pool",
                          "submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at")
 
@@ -55,14 +56,19 @@ def quantity(milli: int | None) -> int | float | None:
 
 def quantities(milli: Mapping[str, int]) -> dict[str, int | float]:
     """key → milli-units as key → number (2, 0.5, 0.143), keys in name order, zeros left out."""
-    return {key: json_number(format_quantity(amount)) for key, amount in sorted(milli.items()) if amount}
+    return dict(_quantities(tuple(milli.items())))
+
+
+@lru_cache(maxsize=4096)  # a pass announces thousands of requests of a few dozen profiles
+def _quantities(milli: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int | float], ...]:
+    return tuple((key, json_number(format_quantity(amount))) for key, amount in sorted(milli) if amount)
 
 
 def moment(value: datetime | None) -> str | None:
     """As DRF writes a datetime with TIME_ZONE UTC: ISO 8601, ``Z`` for +00:00."""
     if value is None:
         return None
-    text = value.astimezone(timezone.utc).isoformat()
+    text = (value if value.tzinfo is timezone.utc else value.astimezone(timezone.utc)).isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 

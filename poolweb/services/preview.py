@@ -33,7 +33,7 @@ def draft_preview() -> DraftPreview:
     checked = validate_document(draft_get())
     if checked.config is None:
         return DraftPreview(checked.errors)
-    snapshot, live, _ = load_pass_input(timezone.now())
+    snapshot, live = load_pass_input(timezone.now())[:2]
     result = preview(snapshot, checked.config, live.terms)
     decided = result.plan
     moved = {d.request_id for group in (decided.grants, decided.preemptions, decided.rejections,

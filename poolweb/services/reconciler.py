@@ -30,12 +30,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from poolweb import sql
-from poolweb.models import LiveChange, PassRecord, Request as RequestRow
+from poolweb.models import LiveChange, PassRecord, SiteState
 from poolweb.selectors.live import PolicyState, PoolState, policy_states_of, pool_states_of
-from poolweb.selectors.snapshot import NO_WAIT, StoredWait, load_pass_input
+from poolweb.selectors.snapshot import NO_WAIT, WAIT_FIELDS, PassInput, StoredWait, load_pass_input
 from poolweb.selectors.versions import Prepared
 from poolweb.services import events
 from poolweb.services.changes import decision_columns, history_entry
+from poolweb.services.payloads import REQUEST_COLUMNS
 from poolweb.services.site import site_locked
 from reconcile import ALL_POOLS, Plan, Request, Snapshot, State, plan
 from reconcile.collector import collector_paused
@@ -99,24 +100,33 @@ def reconcile_pass(*, now: datetime | None = None, dry_run: bool = False, trigge
 def _pass(now: datetime | None, dry_run: bool, trigger: str) -> PassResult:
     started = time.perf_counter()
     with site_locked() as state, collector_paused():
-        now = now or timezone.now()  # under the lock: a pass that waited behind another is not in the past
-        # Read before the snapshot: a change committed after this read leaves its row to the next pass.
-        live_changes = [] if dry_run else list(LiveChange.objects.values_list("id", "pool", "policy"))
-        snapshot, version, waits = load_pass_input(now, state)
-        decided = plan(snapshot, version.terms)
-        writes = Writes() if dry_run else planned_writes(snapshot, waits, decided)
-        for change_id, pool, policy in live_changes:
-            writes.live_changes.append(change_id)
-            writes.pools.update([pool] if pool else [])
-            writes.policies.add(policy)
-        if writes.fields or writes.pools or writes.policies:
-            _prepare_events(version, decided, writes)  # outside the write lock
-            with transaction.atomic():  # on SQLite the write lock, from here to the commit only
-                apply_plan(version, decided, writes)
-                result = _result(snapshot, decided, writes, started)
-                if writes.fields or writes.conflicts:
-                    _record(result, now, trigger)
-            return result
+        # The pass's values (snapshot, rows, payloads: ~10^6 objects after a burst) die as
+        # _decide_and_write returns, with the collector still paused; alive at its end, the
+        # collection owed for the pass traversed them all, 5 % of a cold pass (decision 62).
+        return _decide_and_write(state, now or timezone.now(), dry_run, trigger, started)
+
+
+def _decide_and_write(state: SiteState, now: datetime, dry_run: bool, trigger: str, started: float) -> PassResult:
+    """One pass at ``now`` (read under the pass lock: a pass that waited behind another is not in
+    the past)."""
+    # Read before the snapshot: a change committed after this read leaves its row to the next pass.
+    live_changes = [] if dry_run else list(LiveChange.objects.values_list("id", "pool", "policy"))
+    read = load_pass_input(now, state, also=REQUEST_COLUMNS)  # what it announces too
+    snapshot, version, waits = read[:3]
+    decided = plan(snapshot, version.terms)
+    writes = Writes() if dry_run else planned_writes(snapshot, waits, decided)
+    for change_id, pool, policy in live_changes:
+        writes.live_changes.append(change_id)
+        writes.pools.update([pool] if pool else [])
+        writes.policies.add(policy)
+    if writes.fields or writes.pools or writes.policies:
+        _prepare_events(read, decided, writes)  # outside the write lock
+        with transaction.atomic():  # on SQLite the write lock, from here to the commit only
+            apply_plan(version, decided, writes)
+            result = _result(snapshot, decided, writes, started)
+            if writes.fields or writes.conflicts:
+                _record(result, now, trigger)
+        return result
     return _result(snapshot, decided, writes, started)
 
 
@@ -133,11 +143,14 @@ def apply_plan(version: Prepared, decided: Plan, writes: Writes) -> None:
     LiveChange.objects.filter(pk__in=writes.live_changes).delete()
 
 
-def _prepare_events(version: Prepared, decided: Plan, writes: Writes) -> None:
-    """The announced request objects, read now and overlaid with what the pass will write, their
-    events encoded, and the announced pools' and policies' states: ten thousand requests after a
-    burst, none of it under the write lock (on PostgreSQL, under the outbox lock)."""
-    writes.payloads = events.request_dicts(writes.announced)
+def _prepare_events(read: PassInput, decided: Plan, writes: Writes) -> None:
+    """The announced request objects, as the snapshot's query read them and overlaid with what the
+    pass will write, their events encoded, and the announced pools' and policies' states: ten
+    thousand requests after a burst, none of it under the write lock (on PostgreSQL, under the
+    outbox lock). A row changed since the read is a conflict (dropped) or a renewed lease (made
+    again) at the write."""
+    version = read.prepared
+    writes.payloads = events.request_dicts(writes.announced, (read.columns, read.rows))
     for request_id, row in writes.payloads.items():
         row.update(writes.fields[request_id])
     writes.encoded = events.encoded_requests(writes.payloads.values())
@@ -198,15 +211,15 @@ def _write_decisions(writes: Writes, requests: dict[int, Request], waits: dict[i
 
 
 def _write_waits(writes: Writes, snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) -> None:
-    policy_of = None
+    policy_of, pending = None, State.PENDING.value
     for request_id, waiting in decided.waiting.items():
         # A request re-queued by this very pass (R-46) was stored live: nothing of its wait is.
         before = waits.get(request_id, NO_WAIT)
         after = StoredWait(waiting.reason.value, waiting.message, waiting.position, waiting.pool)
         if before == after:
             continue
-        writes.expected.setdefault(request_id, State.PENDING.value)
-        writes.fields.setdefault(request_id, {}).update(after._asdict())
+        writes.expected.setdefault(request_id, pending)
+        writes.fields.setdefault(request_id, {}).update(zip(WAIT_FIELDS, after))
         if (before.reason, before.message) != (after.reason, after.message):
             writes.announced.add(request_id)  # a new position alone is not news: every grant shifts thousands
         if before.queue_pool != after.queue_pool:
@@ -219,21 +232,18 @@ def _drop_conflicts(writes: Writes) -> list[int]:
     """Lock the rows to write; drop those no longer in the state the plan saw, and with a
     preemptor its victims; ``PlanVoid`` when a lease the plan expires was renewed. Returns the
     announced requests whose lease was renewed meanwhile (their events are made again)."""
-    ids, renewed = list(writes.fields), []
-    for start in range(0, len(ids), sql.CHUNK):
-        chunk = ids[start:start + sql.CHUNK]
-        current = {request_id: (state, lease) for request_id, state, lease in
-                   RequestRow.objects.select_for_update().filter(pk__in=chunk)
-                   .values_list("id", "state", "lease_expires_at")}
-        for request_id in chunk:
-            state, lease = current.get(request_id, (None, None))
-            if state != writes.expected[request_id]:
-                _drop(writes, request_id)
-            elif request_id in writes.leases and lease != writes.leases[request_id]:
-                raise PlanVoid(f"the lease of request {request_id} was renewed")
-            elif _renewed_meanwhile(writes, request_id, lease):
-                writes.payloads[request_id]["lease_expires_at"] = lease
-                renewed.append(request_id)
+    ids, renewed = sorted(writes.fields), []
+    current = {request_id: (state, sql.moment(lease)) for request_id, state, lease in
+               sql.select_requests(("id", "state", "lease_expires_at"), "id", ids, lock=True)}
+    for request_id in ids:
+        state, lease = current.get(request_id, (None, None))
+        if state != writes.expected[request_id]:
+            _drop(writes, request_id)
+        elif request_id in writes.leases and lease != writes.leases[request_id]:
+            raise PlanVoid(f"the lease of request {request_id} was renewed")
+        elif _renewed_meanwhile(writes, request_id, lease):
+            writes.payloads[request_id]["lease_expires_at"] = lease
+            renewed.append(request_id)
     now = timezone.now()
     for fields in writes.fields.values():
         fields["updated_at"] = now  # a plain UPDATE skips auto_now

@@ -172,6 +172,10 @@ class Table {
       const changed = Object.keys(wanted).filter((name) => tr.signature[name] !== wanted[name]);
       for (const name of changed) {
         const index = Object.keys(wanted).indexOf(name);
+        if (name === "position") { // the one cell every re-read changes: its text, not a new cell
+          tr.cells[index].firstChild.nodeValue = String(data.position ?? "—");
+          continue;
+        }
         const expanded = name === "id" && tr.cells[0].querySelector("[aria-expanded='true']");
         tr.replaceChild(makeCell(name, data, this.kind), tr.cells[index]);
         if (expanded) tr.cells[0].querySelector(".disclosure")?.setAttribute("aria-expanded", "true");
@@ -221,14 +225,15 @@ class Table {
     const shown = this.rows.size;
     const count = Math.max(this.count, shown);
     const text = !count ? "None" : count > shown ? `The first ${shown} of ${count}` : `${count} request${count === 1 ? "" : "s"}`;
-    document.querySelector(`[data-shown="${this.kind}"]`).textContent = text;
+    const shownText = document.querySelector(`[data-shown="${this.kind}"]`);
+    if (shownText.textContent !== text) shownText.textContent = text;
     document.querySelector(`[data-empty="${this.kind}"]`).hidden = shown > 0;
     this.more.hidden = count <= shown;
   }
 }
 
-// Highlighted for a moment, then faded out in 0.3 s: a steady colour and a short transition cost
-// two paints and a few frames, where a 1.6 s keyframe animation repainted the row all along.
+// Highlighted for a moment: a steady colour costs two paints, where a fade or a keyframe
+// animation repainted the row every frame it ran (decisions 66-67).
 const FRESH_MS = 1500;
 
 function flash(tr) {

@@ -18,7 +18,9 @@ moment the stream started, and otherwise with ``resync`` — never an event out 
 
 Rights are checked again (``auth.refusal``) every ``RECHECK_MS`` and before sending any event
 about a request, so a deactivated user, a revoked token, an ended session or changed admin rights
-close the stream with their code before it shows one more such event.
+close the stream with their code before it shows one more such event. The streams of one
+credential share those checks (``rights.py``): one check begun after a batch was read answers
+for all of them.
 
 Every refusal is an error message and a close code (``protocol.py``); an unexpected failure in
 one connection is logged and closes that connection only (1011).
@@ -216,9 +218,10 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
         period = settings.EVENT_STREAM["RECHECK_MS"] / 1000
         try:
             while not self.closing:
-                await asyncio.sleep(period)
-                # A check of the last half period counts: each credential is read about twice a
-                # period however many streams it has, and a change closes them within 1.5 periods.
+                # Every half period, a check of the last half period counts: a change closes the
+                # streams within a period, and a credential is read about twice a period however
+                # many streams it has (decision 66).
+                await asyncio.sleep(period / 2)
                 if not await self._still_allowed(time.monotonic() - period / 2):
                     return
         except Exception:

@@ -18,7 +18,9 @@ moment the stream started, and otherwise with ``resync`` — never an event out 
 
 Rights are checked again (``auth.refusal``) every ``RECHECK_MS`` and before sending any event
 about a request, so a deactivated user, a revoked token, an ended session or changed admin rights
-close the stream with their code before it shows one more such event.
+close the stream with their code before it shows one more such event. The streams of one
+credential share those checks (``rights.py``): one check begun after a batch was read answers
+for all of them.
 
 Every refusal is an error message and a close code (``protocol.py``); an unexpected failure in
 one connection is logged and closes that connection only (1011).
@@ -29,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from channels.db import database_sync_to_async
@@ -172,7 +175,7 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
                 last = await self._catch_up(last)
                 continue
             fresh = [event for event in events if event.seq > last]
-            if fresh and await self._deliver(fresh):
+            if fresh and await self._deliver(fresh, subscription.read_at):
                 last = fresh[-1].seq
 
     async def _catch_up(self, after: int) -> int:
@@ -183,17 +186,18 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=protocol.RESYNC)
             return self.subscription.since
         while not self.closing:
+            read_at = time.monotonic()
             page = await database_sync_to_async(outbox.events_after)(after, PAGE, self.credential.viewer)
-            if page and await self._deliver(page):
+            if page and await self._deliver(page, read_at):
                 after = page[-1].seq
             if len(page) < PAGE:
                 break
         return after
 
-    async def _deliver(self, events: list[OutboxEvent]) -> bool:
-        """Send ``events`` in order, the rights checked first when one is about a request; False
-        when the stream closed instead."""
-        if any(event.owner_id is not None for event in events) and not await self._still_allowed():
+    async def _deliver(self, events: list[OutboxEvent], read_at: float) -> bool:
+        """Send ``events`` in order, the rights checked first when one is about a request (by a
+        check begun after they were read at ``read_at``); False when the stream closed instead."""
+        if any(event.owner_id is not None for event in events) and not await self._still_allowed(read_at):
             return False
         for event in events:
             if self.closing:
@@ -202,8 +206,10 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=event.text)
         return True
 
-    async def _still_allowed(self) -> bool:
-        refusal = await database_sync_to_async(auth.refusal)(self.credential)
+    async def _still_allowed(self, after: float) -> bool:
+        """No refusal from a check of this stream's credential begun at or after ``after``: its
+        other streams' checks count (``rights.RightsChecks``)."""
+        refusal = await self.relay.rights.refusal(self.credential, after)
         if refusal is not None:
             await self._refuse(refusal)
         return refusal is None
@@ -212,8 +218,11 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
         period = settings.EVENT_STREAM["RECHECK_MS"] / 1000
         try:
             while not self.closing:
-                await asyncio.sleep(period)
-                if not await self._still_allowed():
+                # Every half period, a check of the last half period counts: a change closes the
+                # streams within a period, and a credential is read about twice a period however
+                # many streams it has (decision 66).
+                await asyncio.sleep(period / 2)
+                if not await self._still_allowed(time.monotonic() - period / 2):
                     return
         except Exception:
             log.exception("event stream: checking a stream's rights failed")

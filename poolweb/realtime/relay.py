@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import weakref
 from collections import deque
 
@@ -31,6 +32,7 @@ from django.conf import settings
 
 from poolweb.realtime import outbox
 from poolweb.realtime.outbox import OutboxEvent, Viewer
+from poolweb.realtime.rights import RightsChecks
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +46,16 @@ class Subscription:
     def __init__(self, viewer: Viewer, capacity: int, since: int) -> None:
         self.viewer = viewer
         self.since = since  # the relay's cursor when this started collecting
+        self.read_at = 0.0  # when the read of the newest events offered began (time.monotonic())
         self.overflowed = False
         self._capacity = capacity
         self._events: deque[OutboxEvent] = deque()
         self._ready = asyncio.Event()
 
-    def offer(self, events: list[OutboxEvent]) -> None:
+    def offer(self, events: list[OutboxEvent], read_at: float) -> None:
         if self.overflowed:
             return
+        self.read_at = read_at
         for event in events:
             if not self.viewer.may_see(event.owner_id):
                 continue
@@ -82,6 +86,7 @@ class Relay:
         self.poll_seconds = poll_seconds
         self.capacity = capacity
         self.cursor = 0  # the newest seq read; every row at or below it has been handed out
+        self.rights = RightsChecks()  # shared by this process's streams (decision 66)
         self._subscriptions: set[Subscription] = set()
         self._task: asyncio.Task | None = None
         self._starting = asyncio.Lock()
@@ -103,6 +108,7 @@ class Relay:
 
     async def _run(self) -> None:
         while self._subscriptions:
+            read_at = time.monotonic()
             try:
                 events = await database_sync_to_async(outbox.events_after)(self.cursor, BATCH)
             except Exception:
@@ -112,7 +118,7 @@ class Relay:
             if events:
                 self.cursor = events[-1].seq
                 for subscription in list(self._subscriptions):
-                    subscription.offer(events)
+                    subscription.offer(events, read_at)
             if len(events) < BATCH:
                 await asyncio.sleep(self.poll_seconds)
 

@@ -19,8 +19,9 @@ const HIDDEN_KEYS = new Set(["step_run"]); // every request has step_run: 1
 const LIVE = new Set(["allocated", "preempting"]);
 const API_PAGE = 1000; // the most the API gives in one page
 const GATHER_MS = 25; // events of one relay batch arrive together: one re-read for them all
-const PACE = 2; // after a re-read of D ms the next starts no sooner than PACE × D later: a busy
-                // server slows every page's reads down instead of queueing them (decision 53)
+const PACE = 2; // after a re-read whose server took D ms the next starts no sooner than PACE × D
+                // later: a busy server slows every page's reads down instead of queueing them
+                // (decision 53). D is the server's part (decision 67), not the page's own delay.
 const WHY_EVERY_MS = 2000; // open "Why it waits" panels are read again at most this often
 const touched = new Map(); // request id → when an event last changed its row (performance.now())
 
@@ -174,6 +175,10 @@ class Table {
       const changed = Object.keys(wanted).filter((name) => tr.signature[name] !== wanted[name]);
       for (const name of changed) {
         const index = Object.keys(wanted).indexOf(name);
+        if (name === "position") { // the one cell every re-read changes: its text, not a new cell
+          tr.cells[index].firstChild.nodeValue = String(data.position ?? "—");
+          continue;
+        }
         const expanded = name === "id" && tr.cells[0].querySelector("[aria-expanded='true']");
         tr.replaceChild(makeCell(name, data, this.kind), tr.cells[index]);
         if (expanded) tr.cells[0].querySelector(".disclosure")?.setAttribute("aria-expanded", "true");
@@ -223,14 +228,15 @@ class Table {
     const shown = this.rows.size;
     const count = Math.max(this.count, shown);
     const text = !count ? "None" : count > shown ? `The first ${shown} of ${count}` : `${count} request${count === 1 ? "" : "s"}`;
-    document.querySelector(`[data-shown="${this.kind}"]`).textContent = text;
+    const shownText = document.querySelector(`[data-shown="${this.kind}"]`);
+    if (shownText.textContent !== text) shownText.textContent = text;
     document.querySelector(`[data-empty="${this.kind}"]`).hidden = shown > 0;
     this.more.hidden = count <= shown;
   }
 }
 
-// Highlighted for a moment, then faded out in 0.3 s: a steady colour and a short transition cost
-// two paints and a few frames, where a 1.6 s keyframe animation repainted the row all along.
+// Highlighted for a moment: a steady colour costs two paints, where a fade or a keyframe
+// animation repainted the row every frame it ran (decisions 66-67).
 const FRESH_MS = 1500;
 
 function flash(tr) {
@@ -252,8 +258,19 @@ const summary = document.querySelector(".queue-head");
 let reading = null;
 let again = false;
 let gathering = null;
-let lastRead = 0; // how long the last re-read took (ms)
+let lastRead = 0; // how long the server took to answer the last re-read (ms)
 let lastEnded = 0;
+const SERVED = /\/api\/v1\/pools\/[^/]+\/(queue|running)\?/;
+
+// The server's part of a re-read, from Resource Timing (request sent → first byte of the slowest
+// answer): a page busy rendering takes its answers late, and pacing by that would slow its reads
+// down for time the server never spent. The entries are cleared, so the buffer never fills.
+function servedMs(fallback) {
+  const entries = performance.getEntriesByType("resource").filter((entry) => SERVED.test(entry.name));
+  performance.clearResourceTimings();
+  const spent = entries.filter((entry) => entry.responseStart > 0).map((entry) => entry.responseStart - entry.requestStart);
+  return spent.length ? Math.min(fallback, Math.max(...spent)) : fallback;
+}
 
 export function reread() {
   if (reading || gathering) { again = true; return; }
@@ -266,7 +283,7 @@ export function reread() {
     })).finally(() => {
       reading = null;
       lastEnded = performance.now();
-      lastRead = lastEnded - since;
+      lastRead = servedMs(lastEnded - since);
       refreshWhy();
       if (again) { again = false; reread(); }
     });

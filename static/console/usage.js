@@ -3,6 +3,11 @@
 
 import { api } from "./api.js";
 
+// Written only when it differs: the same text written again is still a change to lay out and paint.
+function write(element, text) {
+  if (element && element.textContent !== text) element.textContent = text;
+}
+
 function percent(used, total) {
   if (!total) return used ? 100 : 0;
   return Math.min(100, Math.round((100 * used) / total));
@@ -16,20 +21,20 @@ export function showPool(board, state) {
     const used = state.used?.[key] ?? 0;
     const total = state.capacity?.[key] ?? 0;
     const over = state.overcommitted?.[key];
-    row.querySelector("[data-used]").textContent = String(used);
-    row.querySelector("[data-total]").textContent = String(total);
-    row.querySelector("[data-over]").textContent = over ? ` · over by ${over}` : "";
-    const free = row.querySelector("[data-free]"); // the queue pages show what is free beside the bar
-    if (free) free.textContent = String(state.free?.[key] ?? 0);
+    write(row.querySelector("[data-used]"), String(used));
+    write(row.querySelector("[data-total]"), String(total));
+    write(row.querySelector("[data-over]"), over ? ` · over by ${over}` : "");
+    write(row.querySelector("[data-free]"), String(state.free?.[key] ?? 0)); // on the queue pages only
     row.classList.toggle("is-over", Boolean(over));
-    row.querySelector(".bar-fill").style.width = `${percent(used, total)}%`;
+    const width = `${percent(used, total)}%`;
+    const fill = row.querySelector(".bar-fill");
+    if (fill.style.width !== width) fill.style.width = width;
     const meter = row.querySelector('[role="meter"]');
     meter.setAttribute("aria-valuenow", String(used));
     meter.setAttribute("aria-valuetext", `${used} of ${total} ${key} in use`);
   }
   for (const [field, value] of [["running", state.running], ["pending", state.pending]]) {
-    const shown = card.querySelector(`[data-${field}]`);
-    if (shown && value !== undefined) shown.textContent = String(value);
+    if (value !== undefined) write(card.querySelector(`[data-${field}]`), String(value));
   }
 }
 

@@ -9,10 +9,11 @@ from channels.db import database_sync_to_async
 from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session
 
+from poolweb.realtime import auth
 from poolweb.services.tokens import token_create, token_revoke
 
 from .streams import (  # noqa: F401 (quick_stream is a fixture)
-    connect, in_event_loop, nothing_more, payloads, pool, quick_stream, receive, refusal, request_of, write,
+    _session_cookie, connect, in_event_loop, nothing_more, payloads, pool, quick_stream, receive, refusal, request_of, write,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -112,6 +113,31 @@ async def test_a_stream_whose_rights_hold_keeps_going(check_often, bob):
 
     assert payloads(await receive(stream, 1)) == [{"id": 1, "owner": "bob"}]
     await stream.disconnect()
+
+
+@in_event_loop
+async def test_the_streams_of_one_session_share_one_check_per_batch_and_still_close(check_rarely, alice, bob,
+                                                                                    monkeypatch):
+    checked = []
+    real = auth.refusal
+    monkeypatch.setattr(auth, "refusal", lambda credential: checked.append(credential) or real(credential))
+    cookie = await database_sync_to_async(_session_cookie)(alice)  # one browser: one session, three pages
+    streams = [await connect(extra=[(b"cookie", cookie)]) for _ in range(3)]
+    for stream in streams:
+        await stream.send_json_to({"resume_from": None})
+    assert all([await nothing_more(stream) for stream in streams])
+
+    await write([request_of(bob, 1)])
+    for stream in streams:
+        assert payloads(await receive(stream, 1)) == [{"id": 1, "owner": "bob"}]
+    assert len(checked) == 1  # one check, begun after the event was read, for the three
+
+    await update_user(alice, is_active=False)
+    await write([request_of(bob, 2)])
+    for stream in streams:
+        assert await refusal(stream) == ("account_disabled", 4403)  # a new batch: a new check
+        await stream.disconnect()
+    assert len(checked) == 2
 
 
 # -- the origin of a handshake that carries a session ---------------------------------------------

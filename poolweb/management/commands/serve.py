@@ -64,9 +64,12 @@ def child_commands(host: str, port: int) -> dict[str, list[str]]:
 
 def web_server_command(host: str, port: int, processes: int) -> list[str]:
     """uvicorn (docs/decisions.md): its C HTTP parser and event loop cost a fraction of daphne's
-    per request; with ``processes`` > 1 it forks that many web processes on one socket."""
+    per request; with ``processes`` > 1 it forks that many web processes on one socket. No
+    per-message deflate: events are half a kilobyte, and compressing each for each stream took
+    a twentieth of the web process's time with 50 pages open (decision 66)."""
     return [sys.executable, "-m", "uvicorn", "--host", host, "--port", str(port), "--workers", str(processes),
-            "--http", "httptools", "--loop", "uvloop", "--ws", "websockets", "--lifespan", "off",
+            "--http", "httptools", "--loop", "uvloop", "--ws", "websockets", "--ws-per-message-deflate", "false",
+            "--lifespan", "off",
             "--no-access-log", "--timeout-graceful-shutdown", "5", "poolweb.asgi:application"]
 
 

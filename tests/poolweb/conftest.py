@@ -14,6 +14,15 @@ from poolweb.models import Request
 from poolweb.services import config as config_services
 
 
+# One GPU, two policies of one team: a request of ``high`` preempts one of ``low``.
+ONE_GPU = {
+    "pools": [{"name": "p", "capacity": {"gpu": 1}}],
+    "profiles": [{"name": "one", "resources": {"gpu": 1}, "connections": [{"pool": "p"}],
+                  "policies": ["low", "high"]}],
+    "policies": [{"name": "low", "group": "dev", "priority": 1}, {"name": "high", "group": "dev", "priority": 2}],
+}
+
+
 def document(**overrides) -> dict:
     """A small valid configuration: two pools, fractional and multi-GPU profiles, two teams."""
     doc = {

@@ -9,16 +9,10 @@ from datetime import datetime, timedelta
 import pytest
 
 from poolweb.models import Event, Request
-from tests.poolweb.conftest import client_for
+from tests.poolweb.conftest import ONE_GPU, client_for
 
 pytestmark = pytest.mark.django_db
 
-PREEMPTIBLE = {
-    "pools": [{"name": "p", "capacity": {"gpu": 1}}],
-    "profiles": [{"name": "one", "resources": {"gpu": 1}, "connections": [{"pool": "p"}],
-                  "policies": ["low", "high"]}],
-    "policies": [{"name": "low", "group": "dev", "priority": 1}, {"name": "high", "group": "dev", "priority": 2}],
-}
 
 
 def moment(text: str) -> datetime:
@@ -30,7 +24,7 @@ def preempted(alice, bob, settings):
     """bob's ``low`` preempting for his ``high`` (grace 45 s): (low, high) as the API answered."""
     settings.POOLWEB = {**settings.POOLWEB, "EVICTION_GRACE_SECONDS": 45}
     admin, user = client_for(alice), client_for(bob)
-    assert admin.put("/api/v1/config/draft", PREEMPTIBLE, format="json").status_code == 200
+    assert admin.put("/api/v1/config/draft", ONE_GPU, format="json").status_code == 200
     assert admin.post("/api/v1/config/draft/provision", {}, format="json").status_code == 200
     low = user.post("/api/v1/requests", {"policy": "low", "profile": "one"}, format="json").json()
     high = user.post("/api/v1/requests", {"policy": "high", "profile": "one"}, format="json").json()

@@ -12,16 +12,10 @@ from django.utils import timezone
 from poolweb.models import Request, RequestChange
 from poolweb.services import reconciler
 from poolweb.services.reconciler import reconcile_pass
-from tests.poolweb.conftest import client_for, request_row
+from tests.poolweb.conftest import ONE_GPU, client_for, request_row
 
 pytestmark = pytest.mark.django_db
 
-PREEMPTIBLE = {
-    "pools": [{"name": "p", "capacity": {"gpu": 1}}],
-    "profiles": [{"name": "one", "resources": {"gpu": 1}, "connections": [{"pool": "p"}],
-                  "policies": ["low", "high"]}],
-    "policies": [{"name": "low", "group": "dev", "priority": 1}, {"name": "high", "group": "dev", "priority": 2}],
-}
 
 
 def history(client, request_id: int) -> list[tuple]:
@@ -33,7 +27,7 @@ def history(client, request_id: int) -> list[tuple]:
 def test_a_preempted_request_queued_again_and_granted_again_shows_every_step(alice, bob, settings):
     settings.POOLWEB = {**settings.POOLWEB, "EVICTION_GRACE_SECONDS": 30}
     admin, user = client_for(alice), client_for(bob)
-    assert admin.put("/api/v1/config/draft", PREEMPTIBLE, format="json").status_code == 200
+    assert admin.put("/api/v1/config/draft", ONE_GPU, format="json").status_code == 200
     assert admin.post("/api/v1/config/draft/provision", {}, format="json").status_code == 200
     low = user.post("/api/v1/requests", {"policy": "low", "profile": "one", "max_retries": 1}, format="json").json()
     high = user.post("/api/v1/requests", {"policy": "high", "profile": "one"}, format="json").json()

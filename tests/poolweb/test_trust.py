@@ -18,18 +18,12 @@ from django_q.models import Failure, Schedule
 from poolweb.models import Event, PassWanted, Request as RequestRow
 from poolweb.services import config as config_services, events, reconciler, requests as services, triggers
 from poolweb.services.reconciler import reconcile_pass
-from tests.poolweb.conftest import client_for, request_row
+from tests.poolweb.conftest import ONE_GPU, client_for, request_row
 
 pytestmark = pytest.mark.django_db(transaction=True)
 postgres_only = pytest.mark.skipif("connection.vendor != 'postgresql'",
                                    reason="SQLite has one writer: nothing commits while a pass holds it")
 
-ONE_GPU = {
-    "pools": [{"name": "p", "capacity": {"gpu": 1}}],
-    "profiles": [{"name": "one", "resources": {"gpu": 1}, "connections": [{"pool": "p"}],
-                  "policies": ["low", "high"]}],
-    "policies": [{"name": "low", "group": "dev", "priority": 1}, {"name": "high", "group": "dev", "priority": 2}],
-}
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ function left(element, now) {
   return minutes >= 60 ? `${Math.floor(minutes / 60)} h ${minutes % 60} min left` : text;
 }
 
-export function tick() {
+function tick() {
   const now = Date.now();
   for (const element of document.querySelectorAll("time[data-countdown]")) {
     const text = left(element, now);

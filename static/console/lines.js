@@ -15,7 +15,7 @@ function ends(count, place, rect, origin) {
   return middle + offset;
 }
 
-export function drawLines(board) {
+function drawLines(board) {
   const svg = board.querySelector("svg.lines");
   if (!svg) return;
   const origin = board.getBoundingClientRect();

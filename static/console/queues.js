@@ -25,7 +25,7 @@ const PACE = 2; // after a re-read whose server took D ms the next starts no soo
 const WHY_EVERY_MS = 2000; // open "Why it waits" panels are read again at most this often
 const touched = new Map(); // request id → when an event last changed its row (performance.now())
 
-export function resourcesText(resources) {
+function resourcesText(resources) {
   // As the server's resources filter: gpu first, then by name, " · " between.
   const order = ([a], [b]) => (a !== "gpu") - (b !== "gpu") || (a < b ? -1 : a > b ? 1 : 0);
   return Object.entries(resources ?? {}).filter(([key]) => !HIDDEN_KEYS.has(key)).sort(order)

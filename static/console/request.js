@@ -56,13 +56,18 @@ function readHistory() {
 
 // "Why it waits" as the queue page's fragment renders it, for a request that waits; hidden
 // once it does not (allocated or finished).
+// Only the newest read is shown: an older answer arriving late must not replace a newer one.
+let whyAsked = 0;
+
 async function readWhy(request) {
   const slot = document.querySelector("[data-why-slot]");
+  const asked = ++whyAsked;
   const pool = request.state === "pending" ? request.queue_pool : request.state === "preempting" ? request.pool : null;
   if (!pool) { slot.hidden = true; slot.replaceChildren(); return; }
   const response = await fetch(`/queues/${encodeURIComponent(pool)}/why/${request.id}/`, { credentials: "same-origin" });
-  if (!response.ok) return;
-  slot.innerHTML = await response.text();
+  const html = response.ok ? await response.text() : null;
+  if (asked !== whyAsked || html === null) return;
+  slot.innerHTML = html;
   slot.hidden = false;
 }
 

@@ -29,7 +29,7 @@ function preemptor(id) {
 
 // The lease as the server's request_pages.lease_of reads it: the last heartbeat is the expiry
 // less the lease's length, when that is later than the grant.
-export function lease(request) {
+function lease(request) {
   if (!LIVE.has(request.state) || !request.lease_expires_at) return { expires: null, renewed: null };
   const renewed = new Date(new Date(request.lease_expires_at) - request.lease_seconds * 1000);
   const later = !request.allocated_at || renewed > new Date(request.allocated_at);
@@ -74,7 +74,7 @@ export function showRequest(root, request) {
 
 const CANCELLABLE = new Set(["pending", "allocated", "preempting"]);
 
-export function showActions(container, request) {
+function showActions(container, request) {
   container.dataset.state = request.state;
   container.querySelector('[data-action="cancel"]').hidden = !CANCELLABLE.has(request.state);
   container.querySelector('[data-action="release"]').hidden = !LIVE.has(request.state);

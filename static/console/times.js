@@ -53,7 +53,7 @@ export function timeElement(iso, empty = "—") {
   return element;
 }
 
-export function setTime(element, iso) {
+function setTime(element, iso) {
   element.dateTime = iso;
   element.title = exact(iso);
   element.textContent = relative(iso);

@@ -9,6 +9,7 @@
 
 import { api } from "./api.js";
 import { on, startStream } from "./stream.js";
+import { flash } from "./flash.js";
 import { refreshPools, showPool } from "./usage.js";
 import "./countdown.js";
 
@@ -233,16 +234,6 @@ class Table {
     document.querySelector(`[data-empty="${this.kind}"]`).hidden = shown > 0;
     this.more.hidden = count <= shown;
   }
-}
-
-// Highlighted for a moment: a steady colour costs two paints, where a fade or a keyframe
-// animation repainted the row every frame it ran (decisions 66-67).
-const FRESH_MS = 1500;
-
-function flash(tr) {
-  tr.classList.add("is-fresh");
-  clearTimeout(tr.fresh);
-  tr.fresh = setTimeout(() => tr.classList.remove("is-fresh"), FRESH_MS);
 }
 
 function whyRow(tr) {

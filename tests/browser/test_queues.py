@@ -116,7 +116,7 @@ def test_the_overview_shows_every_pool_with_its_use_and_counts_live(visit, demo)
     expect(h100.locator('.bar-row[data-key="gpu"] [data-free]')).to_have_text("4")
     expect(h100).to_contain_text("2 running")
     screenshot(page, "queues")
-    h100.get_by_role("link", name="Open the queue of h100").click()
+    h100.get_by_role("link", name="Open queue of h100").click()
     expect(page).to_have_url(f"{page.url.split('/queues/')[0]}/queues/h100/")
     expect(running(page)).to_be_visible()
 

@@ -120,7 +120,7 @@ def may_submit(user, config: Config, policy: str) -> bool:
     if user.is_staff:
         return True
     group = config.policy[policy].group
-    return bool(group) and user.groups.filter(name=group).exists()
+    return bool(group) and sql.in_group(user.pk, group)
 
 
 # --- heartbeat, release, cancel --------------------------------------------------------------------

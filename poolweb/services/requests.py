@@ -84,14 +84,13 @@ def request_submit(*, user, submission: Submission, idempotency_key: str | None 
     return row, created
 
 
-@transaction.atomic
 def request_create(*, user, submission: Submission, live: Prepared,
                    idempotency_key: str | None = None) -> tuple[RequestRow, bool]:
     """Store a submission: ``rejected`` with its reason when it can never run (R-14), else ``pending``.
-    One INSERT and its event; the pass judges it later.
+    One transaction: the row, its history and its event; the pass judges it later.
 
-    Two racing submissions with one ``idempotency_key`` meet at the unique constraint; the loser
-    returns the winner's request.
+    Two racing submissions with one ``idempotency_key`` meet at the unique constraint; the loser's
+    transaction rolls back and it returns the winner's request.
     """
     s, now = submission, timezone.now()
     _, failure = eligibility(live.terms, s.policy, s.profile, s.resources, s.preemptible)
@@ -104,7 +103,8 @@ def request_create(*, user, submission: Submission, live: Prepared,
         fields.update(state=State.REJECTED.value, reason=failure.reason.value, message=failure.message, finished_at=now)
     try:
         with transaction.atomic():
-            row = RequestRow.objects.create(**fields)
+            row = RequestRow(**fields)
+            sql.insert_row(row)
             sql.insert_changes([(row.pk, now, row.state, row.reason, row.message, row.attempt, None)])
             events.publish_request_rows([row])
             return row, True

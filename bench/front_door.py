@@ -18,7 +18,7 @@ Scenarios (N = 1000 one-GPU jobs, one pool of 512 GPUs, the fixed 1-GPU profile 
 
 Admission times are the server's ``allocated_at`` (the pass's clock, read when it holds the pass
 lock) and, beside them, when a polling client saw them. Run: ``python -m bench.front_door``
-(SQLite, then PostgreSQL with several web processes when the server answers); ``make bench``
+(SQLite, then PostgreSQL when the server answers; ``BENCH_WEB_PROCESSES`` web processes, 2); ``make bench``
 runs it. Prints a table and merges a "front_door" section into bench/results.json.
 """
 
@@ -40,7 +40,7 @@ from bench.results import merge_section
 from bench.runtime import postgres_database
 
 ROOT = Path(__file__).resolve().parent.parent
-PG_WEB_PROCESSES = int(os.environ.get("BENCH_PG_WEB_PROCESSES", "2"))
+WEB_PROCESSES = int(os.environ.get("BENCH_WEB_PROCESSES", "2"))  # one per core, on both databases
 PHASES = ("baseline", "submit", "waves", "preempt", "single", "flat")
 
 
@@ -50,14 +50,14 @@ def main(phases: tuple[str, ...] = PHASES) -> None:
     figures = child(phases)
     with postgres_database() as url:
         if url:
-            found = child(phases, database_url=url, web_processes=PG_WEB_PROCESSES)
+            found = child(phases, database_url=url)
             figures.update({f"{key}_postgres": value for key, value in found.items()})
     report(figures)
     if phases == PHASES:
         merge_section("front_door", figures, "measured_at")
 
 
-def child(phases: tuple[str, ...], *, database_url: str = "", web_processes: int = 1) -> dict:
+def child(phases: tuple[str, ...], *, database_url: str = "", web_processes: int = WEB_PROCESSES) -> dict:
     data_dir = tempfile.mkdtemp(prefix="poolweb-bench-front-door-")
     environment = {**os.environ, "POOLWEB_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "bench.settings",
                    "PYTHONUNBUFFERED": "1", "POOLWEB_LOG_LEVEL": "WARNING",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from poolweb.env import ImproperlyConfigured, env_bool, env_choice, env_int, env_str
+from poolweb.env import env_bool, env_choice, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("POOLWEB_DATA_DIR", str(BASE_DIR / "var")))
@@ -125,12 +125,6 @@ def _database() -> dict:
 DATABASES = {"default": _database()}
 
 
-def _web_processes() -> int:
-    processes = env_int("POOLWEB_WEB_PROCESSES", 1, minimum=1, maximum=64)
-    if processes > 1 and DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-        raise ImproperlyConfigured("POOLWEB_WEB_PROCESSES above 1 needs PostgreSQL (DATABASE_URL): "
-                                   "SQLite lets one process write at a time")
-    return processes
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -200,9 +194,9 @@ POOLWEB = {
     # process that asked, right away (the tests, or a deployment without a worker).
     "PASSES": env_choice("POOLWEB_PASSES", ("worker", "inline")),
     # Web processes `manage.py serve` runs (PostgreSQL only: SQLite has one writer at a time).
-    "WEB_PROCESSES": _web_processes(),
+    "WEB_PROCESSES": env_int("POOLWEB_WEB_PROCESSES", 1, minimum=1, maximum=64),
     # Threads per web process that run views, each with its own database connection (poolweb/asgi.py).
-    "HTTP_THREADS": env_int("POOLWEB_HTTP_THREADS", 4, minimum=1, maximum=64),
+    "HTTP_THREADS": env_int("POOLWEB_HTTP_THREADS", 2, minimum=1, maximum=64),
     # Events kept for clients that resume (at least this many, and all of the last hour).
     "EVENTS_KEPT": env_int("POOLWEB_EVENTS_KEPT", 10000, minimum=100, maximum=10_000_000),
     # Failed sign-ins (a wrong token or password) one client address may make per window before

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import signal
@@ -13,6 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -269,6 +271,49 @@ def test_serve_answers_http_runs_the_worker_and_stops_both_on_sigterm(serve_envi
         if supervisor.poll() is None:
             supervisor.kill()
             supervisor.wait()
+
+
+def test_serve_runs_several_web_processes_on_sqlite(serve_environment, tmp_path):
+    """Two web processes and the pass loop write one SQLite database: concurrent submissions
+    all land, and none meets "database is locked" (IMMEDIATE transactions queue for the lock)."""
+    environment = {**serve_environment, "POOLWEB_WEB_PROCESSES": "2"}
+    manage = [sys.executable, "manage.py"]
+    for command in (["bootstrap"], ["create_api_token", "admin"]):
+        done = subprocess.run([*manage, *command], cwd=settings.BASE_DIR, env=environment, check=False,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    token, port, log = done.stdout.strip(), environment["PORT"], tmp_path / "serve.log"
+    with log.open("w") as sink:
+        supervisor = subprocess.Popen([*manage, "serve"], cwd=settings.BASE_DIR, env=environment,
+                                      stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while len(web_workers(supervisor.pid)) < 2 or get_status(f"http://127.0.0.1:{port}/api/schema/") != 200:
+            assert supervisor.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"two web processes did not start within 30 s\n{log.read_text()}"
+            time.sleep(0.2)
+
+        def submit(n: int) -> int:
+            call = urllib.request.Request(
+                f"http://127.0.0.1:{port}/api/v1/requests", method="POST",
+                data=json.dumps({"policy": "dev", "profile": "half", "name": f"job-{n}"}).encode(),
+                headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            with urllib.request.urlopen(call, timeout=30) as response:
+                return response.status
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            assert list(pool.map(submit, range(60))) == [201] * 60
+        assert "database is locked" not in log.read_text()
+    finally:
+        supervisor.send_signal(signal.SIGTERM)
+        supervisor.wait(timeout=15)
+
+
+def web_workers(supervisor_pid: int) -> list[int]:
+    """uvicorn's worker processes under the supervisor (started by multiprocessing's spawn)."""
+    return [pid for pid in descendants(supervisor_pid)
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")]
 
 
 @pytest.mark.django_db

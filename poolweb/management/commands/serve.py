@@ -2,7 +2,7 @@
 together.
 
 Three children: uvicorn serving ``poolweb.asgi:application`` (HTTP and websockets) on ``PORT``
-(default 8000) in ``POOLWEB_WEB_PROCESSES`` processes (1; more on PostgreSQL); the pass loop
+(default 8000) in ``POOLWEB_WEB_PROCESSES`` processes (1); the pass loop
 (``manage.py reconcile --follow``), which passes whenever a change wakes it or a deadline comes;
 and ``manage.py qcluster`` (django-q2) for the periodic pass and housekeeping. Each runs in its
 own process group, so a Ctrl-C in the terminal reaches only this supervisor, which then stops

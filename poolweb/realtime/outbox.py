@@ -16,9 +16,9 @@ newest seq (another database, or one reset) is told to resync too.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
+import orjson
 from django.db.models import Q
 
 from poolweb.models import Event
@@ -78,4 +78,5 @@ def must_resync(resume_from: int) -> bool:
 
 
 def message(seq: int, type: str, data: object) -> str:
-    return json.dumps({"seq": seq, "type": type, "data": data}, separators=(",", ":"))
+    """Compact JSON, by orjson: every web process encodes every event (10^4 after a burst)."""
+    return orjson.dumps({"seq": seq, "type": type, "data": data}).decode()

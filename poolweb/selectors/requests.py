@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from poolweb import sql
+from poolweb.sql import request_path
 from poolweb.models import Request, RequestChange
 from poolweb.selectors.versions import live_config
 from reconcile import State
@@ -124,7 +124,7 @@ def request_get(*, user, request_id: int) -> Request | None:
 
 
 def pending_count(*, user) -> int:
-    return sql.pending_of(user.pk)
+    return request_path.pending_of(user.pk)
 
 
 def request_history(*, user, request_id: int) -> list[RequestChange] | None:

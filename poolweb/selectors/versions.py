@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from django.db.models import QuerySet
 
-from poolweb import sql
+from poolweb.sql import request_path
 from poolweb.models import (
     ConfigVersion, Connection, Draft, Policy as PolicyRow, Pool as PoolRow, Profile as ProfileRow, Queue,
     Quota as QuotaRow, SiteState,
@@ -65,7 +65,7 @@ def site() -> SiteState:
     """The site row (the live version and the switch) as stored; defaults before the first write.
     Without the version's document: the engine reads the version's rows (prepared once), and the
     document, read and decoded on every request, cost more than the rest of the row."""
-    return sql.site_row() or SiteState(pk=1)
+    return request_path.site_row() or SiteState(pk=1)
 
 
 def live_version() -> ConfigVersion | None:

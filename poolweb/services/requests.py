@@ -22,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from poolweb import sql
+from poolweb.sql import request_path
 from poolweb.models import LiveChange, Request as RequestRow
 from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key, request_get
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
@@ -104,7 +105,7 @@ def request_create(*, user, submission: Submission, live: Prepared,
     try:
         with transaction.atomic():
             row = RequestRow(**fields)
-            sql.insert_row(row)
+            request_path.insert_row(row)
             sql.insert_changes([(row.pk, now, row.state, row.reason, row.message, row.attempt, None)])
             events.publish_request_rows([row])
             return row, True
@@ -120,7 +121,7 @@ def may_submit(user, config: Config, policy: str) -> bool:
     if user.is_staff:
         return True
     group = config.policy[policy].group
-    return bool(group) and sql.in_group(user.pk, group)
+    return bool(group) and request_path.in_group(user.pk, group)
 
 
 # --- heartbeat, release, cancel --------------------------------------------------------------------

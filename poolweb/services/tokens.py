@@ -11,7 +11,7 @@ from datetime import timedelta
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from poolweb import sql
+from poolweb.sql import request_path
 from poolweb.models import ApiToken
 
 MAX_NAME = 100  # ApiToken.name
@@ -44,7 +44,7 @@ def token_issue(*, user, name: str = COMMAND_NAME) -> str:
 
 def token_authenticate(token: str) -> ApiToken | None:
     """The token of an active user, its use noted; None for an unknown token or inactive user."""
-    found = sql.token_with_user(digest(token))
+    found = request_path.token_with_user(digest(token))
     if found is None or not found.user.is_active:
         return None
     now = timezone.now()

@@ -1,0 +1,141 @@
+"""What every API call reads and what a submission writes, one plain statement each
+(decision 69).
+
+Through the ORM, building and compiling each of these small queries cost more than running it:
+the token and its user, the site row, the group check and the pending count were a third of a
+submission's time in the web process (py-spy at 4 clients), ``objects.create`` of its row another
+tenth. The instances come back with the columns read loaded and the rest deferred (read on first
+use, as ``defer`` would); the statements are written once per process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+
+from django.contrib.auth.models import Group, User
+from django.db import connection
+
+from poolweb.models import ApiToken, ConfigVersion, Request as RequestRow, SiteState
+from poolweb.sql import moment
+
+
+def _loaded(model, fields: Sequence, values: Sequence):
+    """A model instance of ``values`` read raw for ``fields``: timestamps through ``moment``
+    (SQLite's driver gives them naive), the rest as the driver gives them (SQLite's booleans are
+    converted by the declared type)."""
+    values = [moment(value) if field.get_internal_type() == "DateTimeField" else value
+              for field, value in zip(fields, values)]
+    return model.from_db(connection.alias, [field.attname for field in fields], values)
+
+
+def _fields(model, names: Sequence[str]) -> list:
+    """The fields named, in the model's order (``from_db`` takes values in that order)."""
+    return [field for field in model._meta.concrete_fields if field.name in names]
+
+
+def _listed(table_alias: str, fields: Sequence) -> str:
+    return ", ".join(f"{table_alias}.{connection.ops.quote_name(field.column)}" for field in fields)
+
+
+TOKEN_FIELDS = _fields(ApiToken, ("id", "user", "name", "prefix", "last_used_at"))
+USER_FIELDS = _fields(User, ("id", "username", "first_name", "last_name", "email", "is_staff", "is_active",
+                             "is_superuser"))
+VERSION_FIELDS = _fields(ConfigVersion, ("id", "number", "author", "author_name", "created_at", "comment"))
+
+
+def token_with_user(digest: str) -> ApiToken | None:
+    """The token of this digest with its ``user`` (``select_related``), or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(_token_query(), [digest])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    token = _loaded(ApiToken, TOKEN_FIELDS, row[:len(TOKEN_FIELDS)])
+    token.user = _loaded(User, USER_FIELDS, row[len(TOKEN_FIELDS):])
+    return token
+
+
+def site_row() -> SiteState | None:
+    """The site row with its ``live_version`` (without the document), or None before the first write."""
+    with connection.cursor() as cursor:
+        cursor.execute(_site_query())
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    version = None if row[1] is None else _loaded(ConfigVersion, VERSION_FIELDS, row[1:])
+    state = SiteState.from_db(connection.alias, ["id", "live_version_id", "management_enabled"],
+                              [1, version and version.pk, bool(row[0])])
+    state.live_version = version
+    return state
+
+
+def in_group(user_id: int, group: str) -> bool:
+    """Whether the user is a member of the group named ``group``."""
+    with connection.cursor() as cursor:
+        cursor.execute(_membership_query(), [user_id, group])
+        return cursor.fetchone() is not None
+
+
+def pending_of(user_id: int) -> int:
+    """How many pending requests the user has (the ``request_owner_state`` index answers it)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_pending_query(), [user_id, "pending"])
+        return cursor.fetchone()[0]
+
+
+def insert_row(instance) -> None:
+    """INSERT one new model instance and set its id: ``save()`` without the compiler, which cost
+    more than the statement (a submission's row)."""
+    fields = [field for field in instance._meta.local_concrete_fields if not field.primary_key]
+    values = [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_query(type(instance)), values)
+        instance.pk = cursor.fetchone()[0]
+    instance._state.adding, instance._state.db = False, connection.alias
+
+
+# The statements, written once per process (the backend's quoting does not change).
+
+def _column(model, name: str) -> str:
+    return connection.ops.quote_name(model._meta.get_field(name).column)
+
+
+def _table(model) -> str:
+    return connection.ops.quote_name(model._meta.db_table)
+
+
+@cache
+def _token_query() -> str:
+    return (f"SELECT {_listed('t', TOKEN_FIELDS)}, {_listed('u', USER_FIELDS)} FROM {_table(ApiToken)} t "
+            f"JOIN {_table(User)} u ON u.{_column(User, 'id')} = t.{_column(ApiToken, 'user')} "
+            f"WHERE t.{_column(ApiToken, 'digest')} = %s")
+
+
+@cache
+def _site_query() -> str:
+    return (f"SELECT s.{_column(SiteState, 'management_enabled')}, {_listed('v', VERSION_FIELDS)} "
+            f"FROM {_table(SiteState)} s LEFT JOIN {_table(ConfigVersion)} v "
+            f"ON v.{_column(ConfigVersion, 'id')} = s.{_column(SiteState, 'live_version')} "
+            f"WHERE s.{_column(SiteState, 'id')} = 1")
+
+
+@cache
+def _membership_query() -> str:
+    membership = User.groups.through
+    return (f"SELECT 1 FROM {_table(membership)} m JOIN {_table(Group)} g "
+            f"ON g.{_column(Group, 'id')} = m.{_column(membership, 'group')} "
+            f"WHERE m.{_column(membership, 'user')} = %s AND g.{_column(Group, 'name')} = %s")
+
+
+@cache
+def _pending_query() -> str:
+    return (f"SELECT COUNT(*) FROM {_table(RequestRow)} "
+            f"WHERE {_column(RequestRow, 'owner')} = %s AND {_column(RequestRow, 'state')} = %s")
+
+
+@cache
+def _insert_query(model) -> str:
+    fields = [field for field in model._meta.local_concrete_fields if not field.primary_key]
+    return (f"INSERT INTO {_table(model)} ({', '.join(connection.ops.quote_name(f.column) for f in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {connection.ops.quote_name(model._meta.pk.column)}")

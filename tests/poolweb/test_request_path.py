@@ -1,0 +1,76 @@
+"""The request path's plain statements (poolweb/sql/request_path.py) read and write exactly what
+the ORM reads and writes: the same values, of the same types, the columns not read deferred."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group
+from django.utils import timezone
+
+from poolweb.models import ApiToken, Request as RequestRow, SiteState
+from poolweb.services.tokens import digest, token_issue
+from poolweb.sql import request_path
+from tests.poolweb.conftest import request_row
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_token_comes_with_its_user_as_the_orm_reads_them(bob):
+    secret = token_issue(user=bob)
+    ApiToken.objects.update(last_used_at=timezone.now() - timedelta(minutes=5))
+
+    found = request_path.token_with_user(digest(secret))
+
+    expected = ApiToken.objects.select_related("user").get()
+    assert (found.pk, found.user_id, found.name, found.prefix, found.last_used_at) == (
+        expected.pk, expected.user_id, expected.name, expected.prefix, expected.last_used_at)
+    assert found.last_used_at.tzinfo is not None
+    for name in ("username", "is_staff", "is_active", "is_superuser", "email"):
+        assert getattr(found.user, name) == getattr(expected.user, name), name
+        assert type(getattr(found.user, name)) is type(getattr(expected.user, name)), name
+    assert found.user.date_joined == expected.user.date_joined  # deferred: read on first use
+    assert request_path.token_with_user(digest("not-a-token")) is None
+
+
+def test_the_site_row_comes_with_its_version_without_the_document(provisioned):
+    SiteState.objects.update(management_enabled=False)
+
+    found = request_path.site_row()
+
+    expected = SiteState.objects.select_related("live_version").get()
+    assert found.management_enabled is False
+    assert (found.live_version.pk, found.live_version.number, found.live_version.created_at) == (
+        expected.live_version.pk, expected.live_version.number, expected.live_version.created_at)
+    assert "document" in found.live_version.get_deferred_fields()
+    assert found.live_version.document == expected.live_version.document
+
+
+def test_before_the_first_write_there_is_no_site_row():
+    assert request_path.site_row() is None
+
+
+def test_group_membership_and_the_pending_count(provisioned, bob, carol):
+    bob.groups.add(Group.objects.get_or_create(name="ml")[0])
+    for state in ("pending", "pending", "allocated"):
+        request_row(bob, "dev", "half", 0.5, state=state, pool=None if state == "pending" else "a100")
+
+    assert request_path.in_group(bob.pk, "ml") and not request_path.in_group(carol.pk, "ml")
+    assert not request_path.in_group(bob.pk, "no-such-group")
+    assert (request_path.pending_of(bob.pk), request_path.pending_of(carol.pk)) == (2, 0)
+
+
+def test_an_inserted_row_is_the_row_save_writes(bob):
+    fields = dict(owner=bob, policy="dev", profile="half", resources={"gpu": 500, "step_run": 1000},
+                  labels={"team": "vision"}, name="n", submitted_at=timezone.now(), idempotency_key="k1")
+    inserted = RequestRow(**fields)
+    request_path.insert_row(inserted)
+    saved = RequestRow.objects.create(**{**fields, "idempotency_key": "k2"})
+
+    assert inserted.pk is not None and not inserted._state.adding
+    stored = {row["id"]: row for row in RequestRow.objects.values()}
+    first, second = stored[inserted.pk], stored[saved.pk]
+    for row in (first, second):
+        del row["id"], row["updated_at"], row["idempotency_key"]
+    assert first == second

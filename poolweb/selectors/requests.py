@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from django.db.models import QuerySet
 
-from poolweb.sql import request_path
 from poolweb.models import Request, RequestChange
 from poolweb.selectors.versions import live_config
+from poolweb.sql import request_path
 from reconcile import State
 from reconcile.document import NAME_PATTERN
 

@@ -14,11 +14,11 @@ from typing import NamedTuple
 
 from django.db.models import QuerySet
 
-from poolweb.sql import request_path
 from poolweb.models import (
     ConfigVersion, Connection, Draft, Policy as PolicyRow, Pool as PoolRow, Profile as ProfileRow, Queue,
     Quota as QuotaRow, SiteState,
 )
+from poolweb.sql import request_path
 from reconcile import Config, Policy, Pool, Profile, Quota, Vector
 from reconcile.quota import TermsCache
 

@@ -22,7 +22,6 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from poolweb import sql
-from poolweb.sql import request_path
 from poolweb.models import LiveChange, Request as RequestRow
 from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key, request_get
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
@@ -30,6 +29,7 @@ from poolweb.selectors.versions import Prepared, live_prepared
 from poolweb.services import events
 from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.triggers import reconcile_soon
+from poolweb.sql import request_path
 from reconcile import Config, Decision, Reason, Request, State, Vector, lifecycle
 from reconcile.quota import eligibility
 

@@ -11,8 +11,8 @@ from datetime import timedelta
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from poolweb.sql import request_path
 from poolweb.models import ApiToken
+from poolweb.sql import request_path
 
 MAX_NAME = 100  # ApiToken.name
 COMMAND_NAME = "create_api_token"  # the name of a token made by the command without --name

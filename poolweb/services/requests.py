@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from poolweb import sql
 from poolweb.models import LiveChange, Request as RequestRow
-from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key, request_get
+from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
 from poolweb.selectors.versions import Prepared, live_prepared
 from poolweb.services import events
@@ -81,7 +81,7 @@ def request_submit(*, user, submission: Submission, idempotency_key: str | None 
                                f"{config.policy[submission.policy].group or '(none)'}")
     row, created = request_create(user=user, submission=submission, live=live, idempotency_key=idempotency_key)
     if created and row.state == State.PENDING.value and _reconcile():
-        row = RequestRow.objects.select_related("owner").get(pk=row.pk)  # the pass ran here: it may be granted
+        row = _fresh(row.pk)  # the pass ran here: it may be granted
     return row, created
 
 
@@ -151,7 +151,7 @@ Action = Callable[[Request, str], Decision | None]
 def _act(user, request_id: int, action: Action, attempt: int | None = None) -> RequestRow:
     row, changed = _carry_out(user=user, request_id=request_id, action=action, attempt=attempt)
     if changed and _reconcile():
-        row = _fresh(user, request_id)  # the pass ran here and may have moved it on
+        row = _fresh(request_id)  # the pass ran here and may have moved it on
     return row
 
 
@@ -166,27 +166,27 @@ def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) ->
     and queued request of the pool and the policy, on every release.
     """
     row = _locked(user, request_id)
-    before, queue_pool = to_engine(row), row[len(SNAPSHOT_FIELDS)]
+    before, queue_pool = to_engine(row, {}), row[len(SNAPSHOT_FIELDS)]
     if attempt is not None and attempt != before.attempt:
-        return _fresh(user, request_id), False
+        return _fresh(request_id), False
     decision = action(before, user.get_username())
     if decision is None:
-        return _fresh(user, request_id), False
+        return _fresh(request_id), False
     now = timezone.now()
     after, columns = decision_columns(before, decision, now)
-    if not RequestRow.objects.filter(pk=request_id, state=before.state.value).update(**columns):
+    if not request_path.update_request(request_id, before.state.value, columns):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
     sql.insert_changes([history_entry(after, decision, now)])
     # Its capacity or its place is free now: the pass announces the pool's and the policy's numbers.
-    LiveChange.objects.create(pool=before.pool or queue_pool or "", policy=before.policy)
-    row = _fresh(user, request_id)
+    request_path.insert_row(LiveChange(pool=before.pool or queue_pool or "", policy=before.policy))
+    row = _fresh(request_id)
     events.publish_request_rows([row])
     return row, True
 
 
 @transaction.atomic
 def _renew(*, user, request_id: int, attempt: int | None) -> RequestRow:
-    before = to_engine(_locked(user, request_id))
+    before = to_engine(_locked(user, request_id), {})
     now = timezone.now()
     if attempt is not None and attempt != before.attempt:
         raise RequestNotLive(f"attempt {attempt} is not the current attempt of request {request_id}: it is at "
@@ -198,29 +198,27 @@ def _renew(*, user, request_id: int, attempt: int | None) -> RequestRow:
     except lifecycle.NotLive:
         raise RequestNotLive(f"request {request_id} is {before.state.value}, not live: "
                              "there is no lease to renew") from None
-    if not RequestRow.objects.filter(pk=request_id, state=before.state.value).update(
-            lease_expires_at=after.lease_expires_at):
+    if not request_path.update_request(request_id, before.state.value, {"lease_expires_at": after.lease_expires_at}):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
-    row = _fresh(user, request_id)
+    row = _fresh(request_id)
     events.publish_request_rows([row])  # its lease_expires_at is news to whoever follows it
     return row
 
 
 def _locked(user, request_id: int) -> tuple:
-    """The request's row (``SNAPSHOT_FIELDS``, then its queue pool) locked for this transaction, if
-    ``user`` may see it."""
-    rows = RequestRow.objects.select_for_update().filter(pk=request_id)
-    if not user.is_staff:
-        rows = rows.filter(owner=user)
-    row = rows.values_list(*SNAPSHOT_FIELDS, "queue_pool").first() if 1 <= request_id <= MAX_ID else None
-    if row is None:
+    """The request's row (``SNAPSHOT_FIELDS`` as the driver gives them, then its queue pool)
+    locked for this transaction, if ``user`` may see it."""
+    rows = sql.select_requests((*SNAPSHOT_FIELDS, "queue_pool", "owner"), "id", [request_id], lock=True) \
+        if 1 <= request_id <= MAX_ID else []
+    if not rows or not (user.is_staff or rows[0][-1] == user.pk):
         raise RequestNotFound(f"there is no request {request_id}")
-    return row
+    return rows[0]
 
 
-def _fresh(user, request_id: int) -> RequestRow:
-    row = request_get(user=user, request_id=request_id)
-    if row is None:
+def _fresh(request_id: int) -> RequestRow:
+    """The request as it is now (one its caller found ``user`` may see)."""
+    row = request_path.request_with_owner(request_id)
+    if row is None:  # deleted meanwhile (its owner was)
         raise RequestNotFound(f"there is no request {request_id}")
     return row
 

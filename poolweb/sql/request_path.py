@@ -1,5 +1,5 @@
-"""What every API call reads and what a submission writes, one plain statement each
-(decision 69).
+"""What every API call reads, and what a submission, release, cancel and heartbeat read and write,
+one plain statement each (decisions 69 and 71).
 
 Through the ORM, building and compiling each of these small queries cost more than running it:
 the token and its user, the site row, the group check and the pending count were a third of a
@@ -17,16 +17,23 @@ from django.contrib.auth.models import Group, User
 from django.db import connection
 
 from poolweb.models import ApiToken, ConfigVersion, Request as RequestRow, SiteState
-from poolweb.sql import moment
+from poolweb.sql import decoded, moment
 
 
 def _loaded(model, fields: Sequence, values: Sequence):
     """A model instance of ``values`` read raw for ``fields``: timestamps through ``moment``
-    (SQLite's driver gives them naive), the rest as the driver gives them (SQLite's booleans are
-    converted by the declared type)."""
-    values = [moment(value) if field.get_internal_type() == "DateTimeField" else value
-              for field, value in zip(fields, values)]
+    (SQLite's driver gives them naive), JSON through ``decoded`` (both drivers give it as text
+    under Django's set-up), the rest as the driver gives them (SQLite's booleans are converted by
+    the declared type)."""
+    values = [_CONVERTERS.get(field.get_internal_type(), _as_read)(value) for field, value in zip(fields, values)]
     return model.from_db(connection.alias, [field.attname for field in fields], values)
+
+
+def _as_read(value):
+    return value
+
+
+_CONVERTERS = {"DateTimeField": moment, "JSONField": decoded}
 
 
 def _fields(model, names: Sequence[str]) -> list:
@@ -41,6 +48,7 @@ def _listed(table_alias: str, fields: Sequence) -> str:
 TOKEN_FIELDS = _fields(ApiToken, ("id", "user", "name", "prefix", "last_used_at"))
 USER_FIELDS = _fields(User, ("id", "username", "first_name", "last_name", "email", "is_staff", "is_active",
                              "is_superuser"))
+REQUEST_FIELDS = list(RequestRow._meta.concrete_fields)
 VERSION_FIELDS = _fields(ConfigVersion, ("id", "number", "author", "author_name", "created_at", "comment"))
 
 
@@ -84,6 +92,31 @@ def pending_of(user_id: int) -> int:
         return cursor.fetchone()[0]
 
 
+def request_with_owner(request_id: int) -> RequestRow | None:
+    """The request with its ``owner`` (``select_related``), or None."""
+    with connection.cursor() as cursor:
+        cursor.execute(_request_query(), [request_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    request = _loaded(RequestRow, REQUEST_FIELDS, row[:len(REQUEST_FIELDS)])
+    request.owner = _loaded(User, USER_FIELDS, row[len(REQUEST_FIELDS):])
+    return request
+
+
+def update_request(request_id: int, state: str, columns: dict) -> bool:
+    """Write ``columns`` (field name → value) of the request if it is still in ``state``; whether
+    it was."""
+    fields = [RequestRow._meta.get_field(name) for name in columns]
+    assignments = ", ".join(f"{connection.ops.quote_name(field.column)} = %s" for field in fields)
+    values = [field.get_db_prep_save(columns[field.name], connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {_table(RequestRow)} SET {assignments} "
+                       f"WHERE {_column(RequestRow, 'id')} = %s AND {_column(RequestRow, 'state')} = %s",
+                       [*values, request_id, state])
+        return cursor.rowcount == 1
+
+
 def insert_row(instance) -> None:
     """INSERT one new model instance and set its id: ``save()`` without the compiler, which cost
     more than the statement (a submission's row)."""
@@ -110,6 +143,13 @@ def _token_query() -> str:
     return (f"SELECT {_listed('t', TOKEN_FIELDS)}, {_listed('u', USER_FIELDS)} FROM {_table(ApiToken)} t "
             f"JOIN {_table(User)} u ON u.{_column(User, 'id')} = t.{_column(ApiToken, 'user')} "
             f"WHERE t.{_column(ApiToken, 'digest')} = %s")
+
+
+@cache
+def _request_query() -> str:
+    return (f"SELECT {_listed('r', REQUEST_FIELDS)}, {_listed('u', USER_FIELDS)} FROM {_table(RequestRow)} r "
+            f"JOIN {_table(User)} u ON u.{_column(User, 'id')} = r.{_column(RequestRow, 'owner')} "
+            f"WHERE r.{_column(RequestRow, 'id')} = %s")
 
 
 @cache

@@ -74,3 +74,27 @@ def test_an_inserted_row_is_the_row_save_writes(bob):
     for row in (first, second):
         del row["id"], row["updated_at"], row["idempotency_key"]
     assert first == second
+
+
+def test_a_request_comes_with_its_owner_as_the_orm_reads_them(bob):
+    row = request_row(bob, "dev", "half", 0.5, state="allocated", pool="a100")
+    RequestRow.objects.filter(pk=row.pk).update(labels={"team": "vision"}, name="train")
+
+    found = request_path.request_with_owner(row.pk)
+
+    expected = RequestRow.objects.select_related("owner").get(pk=row.pk)
+    for field in RequestRow._meta.concrete_fields:
+        assert getattr(found, field.attname) == getattr(expected, field.attname), field.name
+    assert found.resources == {"gpu": 500, "step_run": 1000} and found.allocated_at.tzinfo is not None
+    assert found.owner.username == "bob"
+    assert request_path.request_with_owner(row.pk + 1) is None
+
+
+def test_a_request_is_updated_only_in_the_state_it_was_read_in(bob):
+    row = request_row(bob, "dev", "half", 0.5, state="allocated", pool="a100")
+    renewed = timezone.now() + timedelta(hours=2)
+
+    assert not request_path.update_request(row.pk, "pending", {"lease_expires_at": renewed})
+    assert RequestRow.objects.get(pk=row.pk).lease_expires_at != renewed
+    assert request_path.update_request(row.pk, "allocated", {"lease_expires_at": renewed, "message": "m"})
+    assert RequestRow.objects.values_list("lease_expires_at", "message").get(pk=row.pk) == (renewed, "m")

@@ -13,7 +13,6 @@ from django.utils import timezone
 from poolweb.api.submission import read_submission
 from poolweb.models import Request
 from poolweb.services import requests as services
-from poolweb.selectors.snapshot import SNAPSHOT_FIELDS
 from poolweb.selectors.versions import live_config, live_prepared
 from reconcile import Config, Policy
 
@@ -128,7 +127,7 @@ def test_release_of_a_preempting_request_out_of_retries_ends_it_preempted(provis
 
 def test_a_transition_of_a_request_changed_meanwhile_is_a_conflict(provisioned, bob, monkeypatch):
     row = submit(bob, **DEV_HALF)
-    stale = Request.objects.filter(pk=row.pk).values_list(*SNAPSHOT_FIELDS, "queue_pool").get()
+    stale = services._locked(bob, row.pk)  # the row as it was read, before the change below
     Request.objects.filter(pk=row.pk).update(state="expired", reason="LeaseExpired")
     monkeypatch.setattr(services, "_locked", lambda user, request_id: stale)
     with pytest.raises(services.RequestConflict):

@@ -96,8 +96,10 @@ def _database() -> dict:
         database = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
     else:
         DATA_DIR.mkdir(parents=True, exist_ok=True)
-        database = {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "poolweb.sqlite3"}
-    if database["ENGINE"] != "django.db.backends.sqlite3":
+        database = {"ENGINE": "poolweb.sqlite", "NAME": DATA_DIR / "poolweb.sqlite3"}
+    if database["ENGINE"] == "django.db.backends.sqlite3":  # a sqlite:/// URL
+        database["ENGINE"] = "poolweb.sqlite"
+    if database["ENGINE"] != "poolweb.sqlite":
         # One test database per test run, so runs side by side on one server never drop each other's.
         return {**database, "TEST": {"NAME": f"test_{database['NAME']}_{os.getpid()}"}}
     return {
@@ -107,7 +109,8 @@ def _database() -> dict:
         "CONN_MAX_AGE": 600,
         "CONN_HEALTH_CHECKS": True,
         # WAL lets readers run beside the writer; IMMEDIATE takes the write lock at BEGIN, so two
-        # writers queue (up to the busy timeout) instead of failing half-way through a decision.
+        # writers queue instead of failing half-way through a decision: on a lock file first
+        # (poolweb/sqlite: a waiter wakes as the holder commits), then up to the busy timeout.
         # A page cache of up to 64 MiB (the default is 2): a pass rewriting 10^4 rows spilled dirty
         # pages to the WAL mid-transaction, 40 % of its UPDATEs' time (decision 62).
         "OPTIONS": {

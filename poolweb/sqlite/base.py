@@ -1,0 +1,55 @@
+"""Django's SQLite backend whose write transactions queue on a lock of the kernel's (decision 72).
+
+SQLite lets one connection write at a time. Every transaction here is ``BEGIN IMMEDIATE``, so a
+second writer waits for the first — but SQLite's own wait is a busy handler that sleeps and
+retries (1, 2, 5, 10 … 100 ms), so a writer that finds the lock taken sleeps milliseconds after it
+was freed: with web processes, the pass loop and the worker all writing, those naps, not the
+writes, set the pace. Here a write transaction first takes ``flock`` on a file beside the database
+(each holder opens the file itself, so threads of one process exclude each other too, and a
+process that dies lets go), and only then ``BEGIN IMMEDIATE``: a waiter sleeps in the kernel and
+wakes as the holder commits, and SQLite's lock is free when it asks. Readers take nothing (WAL).
+A statement outside a transaction still waits in SQLite's busy handler, as before.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+
+from django.db.backends.sqlite3 import base
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    _writer: int | None = None  # the lock file's descriptor while a write transaction is open
+
+    def _start_transaction_under_autocommit(self) -> None:
+        self._writer = os.open(f"{self.settings_dict['NAME']}.write-lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._writer, fcntl.LOCK_EX)
+            super()._start_transaction_under_autocommit()
+        except BaseException:
+            self._release_writer()
+            raise
+
+    def _commit(self) -> None:
+        try:
+            super()._commit()
+        finally:
+            self._release_writer()
+
+    def _rollback(self) -> None:
+        try:
+            super()._rollback()
+        finally:
+            self._release_writer()
+
+    def _close(self) -> None:
+        try:
+            super()._close()
+        finally:
+            self._release_writer()
+
+    def _release_writer(self) -> None:
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            os.close(writer)  # closing lets go of the lock

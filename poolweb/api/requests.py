@@ -31,10 +31,10 @@ from poolweb.api.submission import (
 )
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import (
-    FiltersInvalid, RequestFilters, parse_filters, pending_count, request_by_idempotency_key, request_get,
-    request_history, request_list,
+    FiltersInvalid, RequestFilters, parse_filters, request_by_idempotency_key, request_get,
+    request_history, request_list, submitter_of,
 )
-from poolweb.selectors.versions import live_prepared
+from poolweb.selectors.versions import prepared
 from poolweb.services import requests as services
 from poolweb.services.payloads import change_data, request_data
 from reconcile import State
@@ -90,12 +90,11 @@ class TooManyPending(exceptions.APIException):
     default_code = "too_many_pending"
 
 
-def check_pending_cap(user) -> None:
-    """``TooManyPending`` when ``user`` already has as many pending requests as one may have. Two
-    submissions at once may both pass at the cap's edge: the cap bounds a runaway script, it is
-    no quota (quotas are the engine's)."""
+def check_pending_cap(pending: int) -> None:
+    """``TooManyPending`` when a user already has as many ``pending`` requests as one may have.
+    Two submissions at once may both pass at the cap's edge: the cap bounds a runaway script, it
+    is no quota (quotas are the engine's)."""
     cap = settings.POOLWEB["MAX_PENDING_PER_USER"]
-    pending = pending_count(user=user)
     if pending >= cap:
         raise TooManyPending(f"you have {pending} pending requests, and {cap} is the most one user may have "
                              f"(POOLWEB_MAX_PENDING_PER_USER): cancel some, or wait for them to start")
@@ -151,10 +150,12 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
             earlier = request_by_idempotency_key(user=request.user, key=key)
             if earlier is not None:
                 return earlier, False
-        check_pending_cap(request.user)
-        live = live_prepared()
+        submitter = submitter_of(user=request.user)  # the site, the pending count, the groups: one read
+        check_pending_cap(submitter.pending)
+        live = prepared(submitter.site and submitter.site.live_version)
         submission = read_submission(request.data, live.config)
-        return services.request_submit(user=request.user, submission=submission, idempotency_key=key, live=live)
+        return services.request_submit(user=request.user, submission=submission, idempotency_key=key, live=live,
+                                       groups=submitter.groups)
 
 
 class RequestView(CatchUpOnRead, APIView):

@@ -123,8 +123,9 @@ def request_get(*, user, request_id: int) -> Request | None:
     return requests_visible(user=user).filter(pk=request_id).first()
 
 
-def pending_count(*, user) -> int:
-    return request_path.pending_of(user.pk)
+def submitter_of(*, user) -> request_path.Submitter:
+    """What a submission by ``user`` reads first: the site row, their pending count, their groups."""
+    return request_path.submitter(user.pk)
 
 
 def request_history(*, user, request_id: int) -> list[RequestChange] | None:

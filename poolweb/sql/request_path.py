@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
+from typing import NamedTuple
 
 from django.contrib.auth.models import Group, User
 from django.db import connection
@@ -69,8 +70,29 @@ def site_row() -> SiteState | None:
     with connection.cursor() as cursor:
         cursor.execute(_site_query())
         row = cursor.fetchone()
-    if row is None:
-        return None
+    return None if row is None else _site_of(row)
+
+
+class Submitter(NamedTuple):
+    """What a submission reads of the site and of the user who submits, in one statement."""
+
+    site: SiteState | None  # None before the first write
+    pending: int  # the user's pending requests
+    groups: frozenset[str]  # the names of the user's groups
+
+
+def submitter(user_id: int) -> Submitter:
+    """The site row, the user's pending count and group names: three round trips in one, which on
+    PostgreSQL was a fifth of a submission's time (each statement 0.2-0.4 ms on this machine)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_submitter_query(), [user_id, "pending", user_id])
+        row = cursor.fetchone()
+    *site, pending, groups = row
+    return Submitter(None if site[0] is None else _site_of(site), pending, frozenset(decoded(groups) or ()))
+
+
+def _site_of(row: Sequence) -> SiteState:
+    """The site row of ``_site_query``'s columns: the switch, then the version's (all null without one)."""
     version = None if row[1] is None else _loaded(ConfigVersion, VERSION_FIELDS, row[1:])
     state = SiteState.from_db(connection.alias, ["id", "live_version_id", "management_enabled"],
                               [1, version and version.pk, bool(row[0])])
@@ -83,13 +105,6 @@ def in_group(user_id: int, group: str) -> bool:
     with connection.cursor() as cursor:
         cursor.execute(_membership_query(), [user_id, group])
         return cursor.fetchone() is not None
-
-
-def pending_of(user_id: int) -> int:
-    """How many pending requests the user has (the ``request_owner_state`` index answers it)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_pending_query(), [user_id, "pending"])
-        return cursor.fetchone()[0]
 
 
 def request_with_owner(request_id: int) -> RequestRow | None:
@@ -152,12 +167,32 @@ def _request_query() -> str:
             f"WHERE r.{_column(RequestRow, 'id')} = %s")
 
 
+def _site_columns() -> str:
+    return f"s.{_column(SiteState, 'management_enabled')}, {_listed('v', VERSION_FIELDS)}"
+
+
+def _version_joined() -> str:
+    return (f"LEFT JOIN {_table(ConfigVersion)} v "
+            f"ON v.{_column(ConfigVersion, 'id')} = s.{_column(SiteState, 'live_version')}")
+
+
 @cache
 def _site_query() -> str:
-    return (f"SELECT s.{_column(SiteState, 'management_enabled')}, {_listed('v', VERSION_FIELDS)} "
-            f"FROM {_table(SiteState)} s LEFT JOIN {_table(ConfigVersion)} v "
-            f"ON v.{_column(ConfigVersion, 'id')} = s.{_column(SiteState, 'live_version')} "
+    return (f"SELECT {_site_columns()} FROM {_table(SiteState)} s {_version_joined()} "
             f"WHERE s.{_column(SiteState, 'id')} = 1")
+
+
+@cache
+def _submitter_query() -> str:
+    """The site row's columns (null without one: the row comes from ``(SELECT 1)``), the pending
+    count, and the group names as a JSON array."""
+    membership = User.groups.through
+    aggregate = "json_agg" if connection.vendor == "postgresql" else "json_group_array"
+    groups = (f"SELECT {aggregate}(g.{_column(Group, 'name')}) FROM {_table(membership)} m "
+              f"JOIN {_table(Group)} g ON g.{_column(Group, 'id')} = m.{_column(membership, 'group')} "
+              f"WHERE m.{_column(membership, 'user')} = %s")
+    return (f"SELECT {_site_columns()}, ({_pending_query()}), ({groups}) FROM (SELECT 1) AS one "
+            f"LEFT JOIN {_table(SiteState)} s ON s.{_column(SiteState, 'id')} = 1 {_version_joined()}")
 
 
 @cache
@@ -168,8 +203,8 @@ def _membership_query() -> str:
             f"WHERE m.{_column(membership, 'user')} = %s AND g.{_column(Group, 'name')} = %s")
 
 
-@cache
 def _pending_query() -> str:
+    """The user's pending requests (the ``request_owner_state`` index answers it)."""
     return (f"SELECT COUNT(*) FROM {_table(RequestRow)} "
             f"WHERE {_column(RequestRow, 'owner')} = %s AND {_column(RequestRow, 'state')} = %s")
 

@@ -58,7 +58,14 @@ def test_group_membership_and_the_pending_count(provisioned, bob, carol):
 
     assert request_path.in_group(bob.pk, "ml") and not request_path.in_group(carol.pk, "ml")
     assert not request_path.in_group(bob.pk, "no-such-group")
-    assert (request_path.pending_of(bob.pk), request_path.pending_of(carol.pk)) == (2, 0)
+    bobs, carols = request_path.submitter(bob.pk), request_path.submitter(carol.pk)
+    assert (bobs.pending, bobs.groups) == (2, frozenset({"dev", "ml"}))
+    assert (carols.pending, carols.groups) == (0, frozenset())
+    assert bobs.site.live_version.number == SiteState.objects.get().live_version.number
+
+
+def test_before_the_first_write_a_submitter_reads_no_site_row(bob):
+    assert request_path.submitter(bob.pk) == (None, 0, frozenset({"dev"}))
 
 
 def test_an_inserted_row_is_the_row_save_writes(bob):

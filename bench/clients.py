@@ -72,6 +72,9 @@ def _serve(pipe, host: str, port: int, token: str) -> None:
             pipe.send([connection.timed(*call) for call in args])
         elif command == "hold":
             pipe.send(_hold(connection, *args))
+        elif command == "reconnect":  # the next call opens a new connection
+            connection.http.close()
+            pipe.send(None)
 
 
 def _hold(connection: Connection, url: str, token: str, resume_from: int, ids: Sequence[int],
@@ -119,6 +122,10 @@ class Clients:
         for pipe, args in zip(self.pipes, per_client):
             pipe.send((command, args))
         return [pipe.recv() for pipe in self.pipes[:len(per_client)]]
+
+    def reconnect(self) -> None:
+        """Each client's next call comes on a new connection (and may land on another web process)."""
+        self.run("reconnect", [None] * len(self))
 
     def calls(self, per_client: Sequence[Sequence[tuple]]) -> list[Call]:
         return [call for answers in self.run("calls", per_client) for call in answers]

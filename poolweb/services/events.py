@@ -87,6 +87,12 @@ def publish_encoded(events: Iterable[Encoded]) -> None:
     _write_encoded(list(events))
 
 
+def encoded_request_row(row) -> Encoded:
+    """``request.updated`` of a request whose row is at hand, encoded (its id may be null yet:
+    ``request_path.insert_submission`` fills it in)."""
+    return REQUEST_UPDATED, row.owner_id, sql.json_text(request_data(row))
+
+
 def publish_request_rows(rows: Iterable) -> None:
     """``request.updated`` for requests whose rows are at hand (model instances with their owner),
     as they are: a submission or a release announces its own row without reading it again."""

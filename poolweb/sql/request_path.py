@@ -1,5 +1,5 @@
 """What every API call reads, and what a submission, release, cancel and heartbeat read and write,
-one plain statement each (decisions 69 and 71).
+one plain statement each (decisions 69, 71 and 73).
 
 Through the ORM, building and compiling each of these small queries cost more than running it:
 the token and its user, the site row, the group check and the pending count were a third of a
@@ -11,14 +11,15 @@ use, as ``defer`` would); the statements are written once per process.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from functools import cache
 from typing import NamedTuple
 
 from django.contrib.auth.models import Group, User
 from django.db import connection
 
-from poolweb.models import ApiToken, ConfigVersion, Request as RequestRow, SiteState
-from poolweb.sql import decoded, moment
+from poolweb.models import ApiToken, ConfigVersion, Event, Request as RequestRow, RequestChange, SiteState
+from poolweb.sql import OUTBOX_LOCK, decoded, moment
 
 
 def _loaded(model, fields: Sequence, values: Sequence):
@@ -143,6 +144,22 @@ def insert_row(instance) -> None:
     instance._state.adding, instance._state.db = False, connection.alias
 
 
+def insert_submission(row: RequestRow, at: datetime, event: tuple[str, int | None, str]) -> None:
+    """PostgreSQL: a new request ``row``, its first history entry (at ``at``) and its ``event``
+    (type, owner, data as JSON text with a null ``id``), as one statement, so in autocommit one
+    transaction and one round trip where a transaction of them took six (``BEGIN``, three
+    inserts, the outbox lock, ``COMMIT``; decision 74). The statement takes the outbox lock
+    first: the row's insert reads from it and the event's from the row, so the event's seq is
+    drawn under the lock (decision 17's commit order), and the event's ``id`` is the row's."""
+    fields = [field for field in RequestRow._meta.local_concrete_fields if not field.primary_key]
+    values = [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
+    type, owner_id, data = event
+    with connection.cursor() as cursor:
+        cursor.execute(_submission_query(), [OUTBOX_LOCK, *values, at, type, owner_id, data, at])
+        row.pk = cursor.fetchone()[0]
+    row._state.adding, row._state.db = False, connection.alias
+
+
 # The statements, written once per process (the backend's quoting does not change).
 
 def _column(model, name: str) -> str:
@@ -207,6 +224,24 @@ def _pending_query() -> str:
     """The user's pending requests (the ``request_owner_state`` index answers it)."""
     return (f"SELECT COUNT(*) FROM {_table(RequestRow)} "
             f"WHERE {_column(RequestRow, 'owner')} = %s AND {_column(RequestRow, 'state')} = %s")
+
+
+@cache
+def _submission_query() -> str:
+    fields = [field for field in RequestRow._meta.local_concrete_fields if not field.primary_key]
+    quote = connection.ops.quote_name
+    history = ("request", "at", "state", "reason", "message", "attempt", "pool")
+    event = ("type", "owner", "data", "created_at")
+    return (f"WITH outbox AS (SELECT pg_advisory_xact_lock(%s)), "
+            f"r AS (INSERT INTO {_table(RequestRow)} ({', '.join(quote(f.column) for f in fields)}) "
+            f"SELECT {', '.join(['%s'] * len(fields))} FROM outbox RETURNING *), "
+            f"c AS (INSERT INTO {_table(RequestChange)} ({', '.join(_column(RequestChange, n) for n in history)}) "
+            f"SELECT r.{_column(RequestRow, 'id')}, %s, r.{_column(RequestRow, 'state')}, "
+            f"r.{_column(RequestRow, 'reason')}, r.{_column(RequestRow, 'message')}, "
+            f"r.{_column(RequestRow, 'attempt')}, NULL FROM r), "
+            f"e AS (INSERT INTO {_table(Event)} ({', '.join(_column(Event, n) for n in event)}) "
+            f"SELECT %s, %s, jsonb_set(%s::jsonb, '{{id}}', to_jsonb(r.{_column(RequestRow, 'id')})), %s FROM r) "
+            f"SELECT {_column(RequestRow, 'id')} FROM r")
 
 
 @cache

@@ -7,9 +7,11 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from poolweb.models import ApiToken, Request as RequestRow, SiteState
+from poolweb.models import ApiToken, Event, Request as RequestRow, RequestChange, SiteState
 from poolweb.services.tokens import digest, token_issue
 from poolweb.sql import request_path
 from tests.poolweb.conftest import request_row
@@ -105,3 +107,20 @@ def test_a_request_is_updated_only_in_the_state_it_was_read_in(bob):
     assert RequestRow.objects.get(pk=row.pk).lease_expires_at != renewed
     assert request_path.update_request(row.pk, "allocated", {"lease_expires_at": renewed, "message": "m"})
     assert RequestRow.objects.values_list("lease_expires_at", "message").get(pk=row.pk) == (renewed, "m")
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's one-statement submission")
+def test_a_submission_is_one_statement_with_its_history_and_its_event(bob):
+    now = timezone.now()
+    row = RequestRow(owner=bob, policy="dev", profile="half", resources={"gpu": 500, "step_run": 1000},
+                     submitted_at=now, message="waiting for the next pass")
+
+    with CaptureQueriesContext(connection) as statements:
+        request_path.insert_submission(row, now, ("request.updated", bob.pk, '{"id": null, "state": "pending"}'))
+
+    assert len(statements) == 1
+    assert RequestRow.objects.values_list("id", "message").get() == (row.pk, "waiting for the next pass")
+    assert RequestChange.objects.values_list("request_id", "at", "state", "attempt").get() == (
+        row.pk, now, "pending", 1)
+    assert Event.objects.values_list("type", "owner_id", "data").get() == (
+        "request.updated", bob.pk, {"id": row.pk, "state": "pending"})

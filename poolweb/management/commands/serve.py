@@ -66,10 +66,12 @@ def web_server_command(host: str, port: int, processes: int) -> list[str]:
     """uvicorn (docs/decisions.md): its C HTTP parser and event loop cost a fraction of daphne's
     per request; with ``processes`` > 1 it forks that many web processes on one socket. No
     per-message deflate: events are half a kilobyte, and compressing each for each stream took
-    a twentieth of the web process's time with 50 pages open (decision 66)."""
+    a twentieth of the web process's time with 50 pages open (decision 66). Idle keep-alive
+    connections are kept 75 s, not uvicorn's 5: a client polling every few seconds (poolctl,
+    a pipeline) keeps its connection, and its process, instead of a new handshake each time."""
     return [sys.executable, "-m", "uvicorn", "--host", host, "--port", str(port), "--workers", str(processes),
             "--http", "httptools", "--loop", "uvloop", "--ws", "websockets", "--ws-per-message-deflate", "false",
-            "--lifespan", "off",
+            "--lifespan", "off", "--timeout-keep-alive", "75",
             "--no-access-log", "--timeout-graceful-shutdown", "5", "poolweb.asgi:application"]
 
 

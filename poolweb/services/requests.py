@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from poolweb import sql
@@ -106,26 +105,13 @@ def request_create(*, user, submission: Submission, live: Prepared,
         fields.update(state=State.REJECTED.value, reason=failure.reason.value, message=failure.message, finished_at=now)
     row = RequestRow(**fields)
     try:
-        _store(row, now)
+        request_path.insert_submission(row, now, events.encoded_request_row(row))
         return row, True
     except IntegrityError:
         earlier = request_by_idempotency_key(user=user, key=idempotency_key) if idempotency_key else None
         if earlier is None:
             raise
         return earlier, False
-
-
-def _store(row: RequestRow, now) -> None:
-    """The new row, its history and its event, in one transaction: on PostgreSQL one statement
-    (its own transaction in autocommit, a savepoint inside a caller's), elsewhere three."""
-    if connection.vendor == "postgresql":
-        with transaction.atomic() if connection.in_atomic_block else nullcontext():
-            request_path.insert_submission(row, now, events.encoded_request_row(row))
-        return
-    with transaction.atomic():
-        request_path.insert_row(row)
-        sql.insert_changes([(row.pk, now, row.state, row.reason, row.message, row.attempt, None)])
-        events.publish_request_rows([row])
 
 
 def may_submit(user, config: Config, policy: str, groups: frozenset[str] | None = None) -> bool:

@@ -11,15 +11,16 @@ use, as ``defer`` would); the statements are written once per process.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from functools import cache
 from typing import NamedTuple
 
 from django.contrib.auth.models import Group, User
-from django.db import connection
+from django.db import connection, transaction
 
 from poolweb.models import ApiToken, ConfigVersion, Event, Request as RequestRow, RequestChange, SiteState
-from poolweb.sql import OUTBOX_LOCK, decoded, moment
+from poolweb.sql import OUTBOX_LOCK, decoded, insert_changes, moment
 
 
 def _loaded(model, fields: Sequence, values: Sequence):
@@ -145,16 +146,27 @@ def insert_row(instance) -> None:
 
 
 def insert_submission(row: RequestRow, at: datetime, event: tuple[str, int | None, str]) -> None:
-    """PostgreSQL: a new request ``row``, its first history entry (at ``at``) and its ``event``
-    (type, owner, data as JSON text with a null ``id``), as one statement, so in autocommit one
-    transaction and one round trip where a transaction of them took six (``BEGIN``, three
-    inserts, the outbox lock, ``COMMIT``; decision 74). The statement takes the outbox lock
+    """A new request ``row``, its first history entry (at ``at``) and its ``event`` (type, owner,
+    data as JSON text whose ``id`` the row's id replaces), in one transaction.
+
+    On PostgreSQL one statement (decision 74), so in autocommit one transaction and one round
+    trip where a transaction of them took six (``BEGIN``, three inserts, the outbox lock,
+    ``COMMIT``); inside a caller's transaction a savepoint, so a failure (the idempotency key's
+    constraint) leaves the caller's transaction usable. The statement takes the outbox lock
     first: the row's insert reads from it and the event's from the row, so the event's seq is
-    drawn under the lock (decision 17's commit order), and the event's ``id`` is the row's."""
+    drawn under the lock (decision 17's commit order). On SQLite, whose statements are calls in
+    the process, three statements in a transaction."""
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            insert_row(row)
+            insert_changes([(row.pk, at, row.state, row.reason, row.message, row.attempt, None)])
+            with connection.cursor() as cursor:
+                cursor.execute(_event_query(), [event[0], event[1], event[2], row.pk, at])
+        return
     fields = [field for field in RequestRow._meta.local_concrete_fields if not field.primary_key]
     values = [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
     type, owner_id, data = event
-    with connection.cursor() as cursor:
+    with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
         cursor.execute(_submission_query(), [OUTBOX_LOCK, *values, at, type, owner_id, data, at])
         row.pk = cursor.fetchone()[0]
     row._state.adding, row._state.db = False, connection.alias
@@ -242,6 +254,15 @@ def _submission_query() -> str:
             f"e AS (INSERT INTO {_table(Event)} ({', '.join(_column(Event, n) for n in event)}) "
             f"SELECT %s, %s, jsonb_set(%s::jsonb, '{{id}}', to_jsonb(r.{_column(RequestRow, 'id')})), %s FROM r) "
             f"SELECT {_column(RequestRow, 'id')} FROM r")
+
+
+@cache
+def _event_query() -> str:
+    """SQLite: one outbox row, its data's ``id`` set (SQLite needs no outbox lock: its write lock
+    is the transaction's)."""
+    event = ("type", "owner", "data", "created_at")
+    return (f"INSERT INTO {_table(Event)} ({', '.join(_column(Event, n) for n in event)}) "
+            f"VALUES (%s, %s, json_set(%s, '$.id', %s), %s)")
 
 
 @cache

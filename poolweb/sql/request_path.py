@@ -137,10 +137,8 @@ def update_request(request_id: int, state: str, columns: dict) -> bool:
 def insert_row(instance) -> None:
     """INSERT one new model instance and set its id: ``save()`` without the compiler, which cost
     more than the statement (a submission's row)."""
-    fields = [field for field in instance._meta.local_concrete_fields if not field.primary_key]
-    values = [field.get_db_prep_save(field.pre_save(instance, True), connection) for field in fields]
     with connection.cursor() as cursor:
-        cursor.execute(_insert_query(type(instance)), values)
+        cursor.execute(_insert_query(type(instance)), _insert_values(instance))
         instance.pk = cursor.fetchone()[0]
     instance._state.adding, instance._state.db = False, connection.alias
 
@@ -161,15 +159,23 @@ def insert_submission(row: RequestRow, at: datetime, event: tuple[str, int | Non
             insert_row(row)
             insert_changes([(row.pk, at, row.state, row.reason, row.message, row.attempt, None)])
             with connection.cursor() as cursor:
-                cursor.execute(_event_query(), [event[0], event[1], event[2], row.pk, at])
+                cursor.execute(_event_query(), [*event, row.pk, at])
         return
-    fields = [field for field in RequestRow._meta.local_concrete_fields if not field.primary_key]
-    values = [field.get_db_prep_save(field.pre_save(row, True), connection) for field in fields]
     type, owner_id, data = event
     with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
-        cursor.execute(_submission_query(), [OUTBOX_LOCK, *values, at, type, owner_id, data, at])
+        cursor.execute(_submission_query(), [OUTBOX_LOCK, *_insert_values(row), at, type, owner_id, data, at])
         row.pk = cursor.fetchone()[0]
     row._state.adding, row._state.db = False, connection.alias
+
+
+def _inserted_fields(model) -> list:
+    return [field for field in model._meta.local_concrete_fields if not field.primary_key]
+
+
+def _insert_values(instance) -> list:
+    """The values ``save()`` would insert: each field's own ``pre_save`` and ``get_db_prep_save``."""
+    return [field.get_db_prep_save(field.pre_save(instance, True), connection)
+            for field in _inserted_fields(type(instance))]
 
 
 # The statements, written once per process (the backend's quoting does not change).
@@ -240,8 +246,7 @@ def _pending_query() -> str:
 
 @cache
 def _submission_query() -> str:
-    fields = [field for field in RequestRow._meta.local_concrete_fields if not field.primary_key]
-    quote = connection.ops.quote_name
+    fields, quote = _inserted_fields(RequestRow), connection.ops.quote_name
     history = ("request", "at", "state", "reason", "message", "attempt", "pool")
     event = ("type", "owner", "data", "created_at")
     return (f"WITH outbox AS (SELECT pg_advisory_xact_lock(%s)), "
@@ -267,6 +272,6 @@ def _event_query() -> str:
 
 @cache
 def _insert_query(model) -> str:
-    fields = [field for field in model._meta.local_concrete_fields if not field.primary_key]
+    fields = _inserted_fields(model)
     return (f"INSERT INTO {_table(model)} ({', '.join(connection.ops.quote_name(f.column) for f in fields)}) "
             f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {connection.ops.quote_name(model._meta.pk.column)}")

@@ -57,14 +57,20 @@ VERSION_FIELDS = _fields(ConfigVersion, ("id", "number", "author", "author_name"
 
 def token_with_user(digest: str) -> ApiToken | None:
     """The token of this digest with its ``user`` (``select_related``), or None."""
+    return _with_user(_token_query(), digest, ApiToken, TOKEN_FIELDS, "user")
+
+
+def _with_user(query: str, key, model, fields: Sequence, relation: str):
+    """The one row of ``query`` (``fields`` of ``model``, then ``USER_FIELDS``) as an instance with
+    its user set on ``relation``, or None."""
     with connection.cursor() as cursor:
-        cursor.execute(_token_query(), [digest])
+        cursor.execute(query, [key])
         row = cursor.fetchone()
     if row is None:
         return None
-    token = _loaded(ApiToken, TOKEN_FIELDS, row[:len(TOKEN_FIELDS)])
-    token.user = _loaded(User, USER_FIELDS, row[len(TOKEN_FIELDS):])
-    return token
+    instance = _loaded(model, fields, row[:len(fields)])
+    setattr(instance, relation, _loaded(User, USER_FIELDS, row[len(fields):]))
+    return instance
 
 
 def site_row() -> SiteState | None:
@@ -111,14 +117,7 @@ def in_group(user_id: int, group: str) -> bool:
 
 def request_with_owner(request_id: int) -> RequestRow | None:
     """The request with its ``owner`` (``select_related``), or None."""
-    with connection.cursor() as cursor:
-        cursor.execute(_request_query(), [request_id])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    request = _loaded(RequestRow, REQUEST_FIELDS, row[:len(REQUEST_FIELDS)])
-    request.owner = _loaded(User, USER_FIELDS, row[len(REQUEST_FIELDS):])
-    return request
+    return _with_user(_request_query(), request_id, RequestRow, REQUEST_FIELDS, "owner")
 
 
 def update_request(request_id: int, state: str, columns: dict) -> bool:

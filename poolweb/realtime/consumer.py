@@ -7,7 +7,9 @@ A connection goes through three steps:
    relay, so nothing that happens later is missed.
 2. Started: where the client says — ``?resume_from=n`` in the URL (known with the handshake),
    ``resume_from`` in the token message or in a message of its own — or, when it has said
-   nothing within ``START_MS`` of authentication, from that moment.
+   nothing within ``START_MS`` of authentication, from that moment — for a token client, from
+   the moment its connection opened, so a change between the client's read after opening and
+   its token being checked is not lost.
 3. Streaming: missed events read from the outbox first, then the relay's; the client sends
    nothing more.
 
@@ -62,6 +64,10 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
         self.chosen = False  # the client has said where the stream starts
         self.sent = False  # something went out: the start can no longer move back
         self.started_after = 0  # the seq a stream started "from now" continues after
+        # A token client's "now": the newest seq when its connection opened. It re-reads what it
+        # follows once the connection is open, before its token is checked, so a change between
+        # the two must still reach it (None: a session's, subscribed before it is accepted).
+        self.opened_after: int | None = None
         try:
             self.url_given, self.url_resume = protocol.url_resume_point(self.scope.get("query_string", b""))
         except ProtocolError as error:
@@ -72,6 +78,7 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
         if credential is not None:
             await self._authenticated(credential)  # before accepting: "now" is when the client sees it open
         else:
+            self.opened_after = await database_sync_to_async(outbox.newest_seq)()
             self._set_deadline(settings.EVENT_STREAM["AUTH_TIMEOUT_MS"], self._authentication_expired)
         await self.accept()
         if credential is not None and not self.closing:
@@ -137,13 +144,16 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
 
     async def _start_from_now(self) -> None:
         if self.pump is None:
-            self.started_after = self.subscription.since
-            self._start(None)
+            self.started_after = self.subscription.since if self.opened_after is None else self.opened_after
+            self._start(self.opened_after)
 
     async def _resume(self, resume_from: int | None) -> None:
         """The client's start, however late it comes (see the module docstring)."""
         self.chosen = True
-        if self.pump is None:
+        if self.pump is None and resume_from is None and self.opened_after is not None:
+            self.started_after = self.opened_after
+            self._start(self.opened_after)
+        elif self.pump is None:
             self._start(resume_from)
         elif resume_from is None:
             pass  # already streaming from now

@@ -250,3 +250,19 @@ async def test_a_refused_client_does_not_disturb_the_others(bob):
     assert payloads(await receive(good, 1)) == [{"name": "h100", "n": 1}]
     await bad.disconnect()
     await good.disconnect()
+
+
+@in_event_loop
+async def test_a_token_client_gets_what_changed_between_its_connection_opening_and_its_sign_in(bob):
+    """A client re-reads what it follows once the connection is open, then sends its token: an
+    event committed in between reaches it, so the re-read and the stream leave no gap."""
+    token = await database_sync_to_async(token_issue)(user=bob)
+    await write([request_of(bob, 1)])
+    stream = await connect()
+
+    await write([request_of(bob, 2)])  # after the client's re-read, before its token is checked
+    await stream.send_json_to({"token": token, "resume_from": None})
+
+    assert payloads(await receive(stream, 1)) == [{"id": 2, "owner": "bob"}]
+    assert await nothing_more(stream)
+    await stream.disconnect()

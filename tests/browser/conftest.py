@@ -68,7 +68,8 @@ def server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[str
                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_until_listening(process, "127.0.0.1", port, START_TIMEOUT)
-        yield f"http://127.0.0.1:{port}"
+        with processes.flushes_retried():
+            yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
         try:

@@ -93,7 +93,8 @@ def server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Ser
     loop = _start(["manage.py", "reconcile", "--follow"], logs / "loop.log", environment)
     try:
         wait_until_listening(web, "127.0.0.1", port, START_TIMEOUT)
-        yield Server(url=f"http://127.0.0.1:{port}", logs=logs)
+        with processes.flushes_retried():
+            yield Server(url=f"http://127.0.0.1:{port}", logs=logs)
     finally:
         for process in (web, loop, worker):
             processes.stop(process)

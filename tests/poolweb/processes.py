@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
+from django.db import OperationalError, connection
 
 from poolweb.ports import free_port, wait_until_listening
 
@@ -68,6 +68,33 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {timeout:.0f} s for {what}")
         time.sleep(0.05)
+
+
+DEADLOCK_DETECTED = "40P01"
+
+
+@contextmanager
+def flushes_retried(attempts: int = 5) -> Iterator[None]:
+    """While server processes run beside the tests, the flush after a test can meet one of their
+    transactions in a deadlock: TRUNCATE locks its tables one by one in its own order, a pass or
+    a task locks them in another. PostgreSQL aborts one side; when that is the flush (rolled back
+    whole), it is run again rather than failing the test and leaving its rows to the next."""
+    operations = connection.ops
+    flush = operations.execute_sql_flush
+
+    def retried(sql_list):
+        for attempt in range(1, attempts + 1):
+            try:
+                return flush(sql_list)
+            except OperationalError as error:
+                if getattr(error.__cause__, "sqlstate", None) != DEADLOCK_DETECTED or attempt == attempts:
+                    raise
+
+    operations.execute_sql_flush = retried
+    try:
+        yield
+    finally:
+        del operations.execute_sql_flush
 
 
 @dataclass

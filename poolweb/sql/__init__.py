@@ -33,6 +33,7 @@ from datetime import datetime, timezone as dt_timezone
 import orjson
 import psycopg
 from django.db import connection
+from rest_framework.utils.encoders import JSONEncoder
 
 from poolweb.models import Event, Request as RequestRow, RequestChange
 
@@ -223,8 +224,8 @@ def lock_outbox() -> None:
     lock(OUTBOX_LOCK)
 
 
-_unknown = Event._meta.get_field("data").encoder().default  # Decimals, datetimes: as the model's encoder
-# Datetimes go to the model's encoder too (its format, not orjson's); keys that are not strings
+_unknown = JSONEncoder().default  # Decimals, datetimes: DRF's, as the API's responses encode them
+# Datetimes go to that encoder too (its format, not orjson's); keys that are not strings
 # become strings, as the standard library's encoder makes them.
 _ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_NON_STR_KEYS
 

@@ -256,7 +256,7 @@ def _submission_query() -> str:
             f"r.{_column(RequestRow, 'reason')}, r.{_column(RequestRow, 'message')}, "
             f"r.{_column(RequestRow, 'attempt')}, NULL FROM r), "
             f"e AS (INSERT INTO {_table(Event)} ({', '.join(_column(Event, n) for n in event)}) "
-            f"SELECT %s, %s, jsonb_set(%s::jsonb, '{{id}}', to_jsonb(r.{_column(RequestRow, 'id')})), %s FROM r) "
+            f"SELECT %s, %s, jsonb_set(%s::jsonb, '{{id}}', to_jsonb(r.{_column(RequestRow, 'id')}))::text, %s FROM r) "
             f"SELECT {_column(RequestRow, 'id')} FROM r")
 
 

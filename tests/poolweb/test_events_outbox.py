@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timezone as dt_timezone
+from decimal import Decimal
+
 import pytest
 from django.db import transaction
 
@@ -71,3 +75,16 @@ def test_missed_events_are_read_in_seq_order_and_filtered_for_the_viewer(bob, ca
     assert [event.owner_id for event in bobs] == [None, bob.pk]
     assert [event.seq for event in admins] == sorted(event.seq for event in admins) and len(admins) == 4
     assert events_after(start, 2)[-1].seq == admins[1].seq
+
+
+def test_a_message_carries_the_rows_json_text_as_written(db):
+    at = datetime(2026, 12, 1, 21, 30, 0, 500000, tzinfo=dt_timezone.utc)
+    start = newest_seq()
+    with transaction.atomic():
+        publish(POOL_UPDATED, {"name": 'h100 "east" ✓', "used": {"gpu": Decimal("0.5")}, "at": at})
+    [event] = events_after(start, 10)
+    stored = Event.objects.get(seq=event.seq).data
+    assert stored in event.text  # relayed as it was written, not decoded and encoded again
+    assert json.loads(event.text) == {"seq": event.seq, "type": "pool.updated",
+                                      "data": {"name": 'h100 "east" ✓', "used": {"gpu": 0.5},
+                                               "at": "2026-12-01T21:30:00.500000Z"}}

@@ -4,6 +4,7 @@ the ``request.updated`` a pass sends; null in every other state."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
 import pytest
@@ -47,8 +48,9 @@ def test_the_grace_end_is_null_unless_preempting(preempted, bob):
 
 def test_the_pass_that_preempts_announces_the_grace_end(preempted):
     low, _ = preempted
-    announced = [e.data for e in Event.objects.filter(type="request.updated").order_by("seq")
-                 if e.data["id"] == low["id"] and e.data["state"] == "preempting"]
+    announced = [data for data in map(json.loads, Event.objects.filter(type="request.updated").order_by("seq")
+                                      .values_list("data", flat=True))
+                 if data["id"] == low["id"] and data["state"] == "preempting"]
     assert [data["grace_ends_at"] for data in announced] == [low["grace_ends_at"]]
 
 

@@ -6,6 +6,7 @@ stay one at a time: the pass lock is not the write lock, but it excludes other p
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from datetime import timedelta
@@ -42,7 +43,8 @@ def states(*rows) -> list[str]:
 def announced(since: int) -> dict[int, list[str]]:
     """request.updated events after ``since``: request id → the states they announced."""
     found: dict[int, list[str]] = {}
-    for data in Event.objects.filter(seq__gt=since, type="request.updated").values_list("data", flat=True):
+    for text in Event.objects.filter(seq__gt=since, type="request.updated").values_list("data", flat=True):
+        data = json.loads(text)
         found.setdefault(data["id"], []).append(data["state"])
     return found
 
@@ -111,7 +113,7 @@ def test_a_release_leaves_the_pools_and_the_policys_news_to_the_next_pass(one_gp
     assert list(LiveChange.objects.values_list("pool", "policy")) == [("p", "low")]
     since = newest_seq()
     reconcile_pass()
-    sent = list(Event.objects.filter(seq__gt=since).values_list("type", "data"))
+    sent = [(t, json.loads(d)) for t, d in Event.objects.filter(seq__gt=since).values_list("type", "data")]
     assert [(t, d["name"]) for t, d in sent] == [("pool.updated", "p"), ("policy.updated", "low")]
     assert sent[0][1]["free"] == {"gpu": 1} and not LiveChange.objects.exists()
 

@@ -4,6 +4,7 @@ outbox only for what committed, pass records, coalesced triggers, the periodic p
 
 from __future__ import annotations
 
+import json
 import datetime as dt
 from io import StringIO
 
@@ -25,7 +26,8 @@ pytestmark = pytest.mark.django_db
 
 
 def types_of(new_events) -> list[tuple[str, str | int | None]]:
-    return [(e.type, e.data.get("id", e.data.get("name"))) for e in new_events]
+    decoded = [(e.type, json.loads(e.data)) for e in new_events]
+    return [(type, data.get("id", data.get("name"))) for type, data in decoded]
 
 
 def events_after(seq: int) -> list[Event]:
@@ -53,8 +55,9 @@ def test_a_pass_grants_and_records_itself_and_its_events(provisioned, bob):
     assert types_of(events_after(before)) == [
         ("request.updated", waiting.pk), ("pool.updated", "h100"), ("policy.updated", "dev")]
     granted = events_after(before)[0]
-    assert granted.owner_id == bob.pk and granted.data["state"] == "allocated" and granted.data["owner"] == "bob"
-    assert granted.data["resources"] == {"gpu": 4, "step_run": 1}
+    data = json.loads(granted.data)
+    assert granted.owner_id == bob.pk and data["state"] == "allocated" and data["owner"] == "bob"
+    assert data["resources"] == {"gpu": 4, "step_run": 1}
 
 
 def test_a_pass_that_decides_nothing_writes_nothing(provisioned, bob):
@@ -176,7 +179,7 @@ def test_the_periodic_pass_lowers_a_lost_tasks_flag_and_expires_leases(provision
 def test_the_periodic_pass_forgets_old_events_beyond_those_kept(db, settings):
     settings.POOLWEB = {**settings.POOLWEB, "EVENTS_KEPT": 100}
     old = timezone.now() - dt.timedelta(hours=2)
-    Event.objects.bulk_create([Event(type="pool.updated", data={}, created_at=old) for _ in range(250)])
+    Event.objects.bulk_create([Event(type="pool.updated", data="{}", created_at=old) for _ in range(250)])
     newest = last_seq()
 
     triggers.run_periodic_pass()

@@ -4,6 +4,7 @@ which SQLite does not allow (its IMMEDIATE transactions queue): they run on Post
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from datetime import timedelta
@@ -134,7 +135,7 @@ def test_a_cancelled_queued_request_updates_its_pool(provisioned, bob):
     RequestRow.objects.filter(pk=row.pk).update(queue_pool="a100", position=1)  # as a pass left it
     seq = Event.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
     client_for(bob).post(f"/api/v1/requests/{row.pk}/cancel")
-    pools = [d["name"] for t, d in Event.objects.filter(seq__gt=seq, type="pool.updated").values_list("type", "data")]
+    pools = [json.loads(d)["name"] for d in Event.objects.filter(seq__gt=seq, type="pool.updated").values_list("data", flat=True)]
     assert pools == ["a100"]
 
 
@@ -262,6 +263,6 @@ def test_a_heartbeat_announces_the_new_lease(provisioned, bob):
     row = request_row(bob, "dev", "half", 0.5, state="allocated", pool="a100")
     seq = Event.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
     renewed = client_for(bob).post(f"/api/v1/requests/{row.pk}/heartbeat").json()
-    sent = list(Event.objects.filter(seq__gt=seq).values_list("type", "data"))
+    sent = [(t, json.loads(d)) for t, d in Event.objects.filter(seq__gt=seq).values_list("type", "data")]
     assert [(t, d["id"], d["lease_expires_at"]) for t, d in sent] == [
         ("request.updated", row.pk, renewed["lease_expires_at"])]

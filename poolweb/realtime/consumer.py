@@ -143,6 +143,8 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
             await self._refuse(protocol.AuthenticationTimeout("no token came in time"))
 
     async def _start_from_now(self) -> None:
+        """From now: a token client's from when its connection opened, a session's from when it
+        subscribed; nothing when already streaming."""
         if self.pump is None:
             self.started_after = self.subscription.since if self.opened_after is None else self.opened_after
             self._start(self.opened_after)
@@ -150,13 +152,10 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
     async def _resume(self, resume_from: int | None) -> None:
         """The client's start, however late it comes (see the module docstring)."""
         self.chosen = True
-        if self.pump is None and resume_from is None and self.opened_after is not None:
-            self.started_after = self.opened_after
-            self._start(self.opened_after)
+        if resume_from is None:
+            await self._start_from_now()
         elif self.pump is None:
             self._start(resume_from)
-        elif resume_from is None:
-            pass  # already streaming from now
         elif not self.sent:
             self.pump.cancel()  # it only waited: the events it would have sent are in the outbox
             self._start(resume_from)

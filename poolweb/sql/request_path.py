@@ -179,6 +179,8 @@ def _insert_values(instance) -> list:
 
 # The statements, written once per process (the backend's quoting does not change).
 
+EVENT_COLUMNS = ("type", "owner", "data", "created_at")  # as a submission's event is handed in, with its time
+
 def _column(model, name: str) -> str:
     return connection.ops.quote_name(model._meta.get_field(name).column)
 
@@ -247,7 +249,6 @@ def _pending_query() -> str:
 def _submission_query() -> str:
     fields, quote = _inserted_fields(RequestRow), connection.ops.quote_name
     history = ("request", "at", "state", "reason", "message", "attempt", "pool")
-    event = ("type", "owner", "data", "created_at")
     return (f"WITH outbox AS (SELECT pg_advisory_xact_lock(%s)), "
             f"r AS (INSERT INTO {_table(RequestRow)} ({', '.join(quote(f.column) for f in fields)}) "
             f"SELECT {', '.join(['%s'] * len(fields))} FROM outbox RETURNING *), "
@@ -255,7 +256,7 @@ def _submission_query() -> str:
             f"SELECT r.{_column(RequestRow, 'id')}, %s, r.{_column(RequestRow, 'state')}, "
             f"r.{_column(RequestRow, 'reason')}, r.{_column(RequestRow, 'message')}, "
             f"r.{_column(RequestRow, 'attempt')}, NULL FROM r), "
-            f"e AS (INSERT INTO {_table(Event)} ({', '.join(_column(Event, n) for n in event)}) "
+            f"e AS (INSERT INTO {_table(Event)} ({', '.join(_column(Event, n) for n in EVENT_COLUMNS)}) "
             f"SELECT %s, %s, jsonb_set(%s::jsonb, '{{id}}', to_jsonb(r.{_column(RequestRow, 'id')}))::text, %s FROM r) "
             f"SELECT {_column(RequestRow, 'id')} FROM r")
 
@@ -264,8 +265,7 @@ def _submission_query() -> str:
 def _event_query() -> str:
     """SQLite: one outbox row, its data's ``id`` set (SQLite needs no outbox lock: its write lock
     is the transaction's)."""
-    event = ("type", "owner", "data", "created_at")
-    return (f"INSERT INTO {_table(Event)} ({', '.join(_column(Event, n) for n in event)}) "
+    return (f"INSERT INTO {_table(Event)} ({', '.join(_column(Event, n) for n in EVENT_COLUMNS)}) "
             f"VALUES (%s, %s, json_set(%s, '$.id', %s), %s)")
 
 

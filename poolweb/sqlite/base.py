@@ -31,21 +31,19 @@ class DatabaseWrapper(base.DatabaseWrapper):
             self._release_writer()
             raise
 
+    # Whichever way a transaction ends, the lock goes with it.
     def _commit(self) -> None:
-        try:
-            super()._commit()
-        finally:
-            self._release_writer()
+        self._ending(super()._commit)
 
     def _rollback(self) -> None:
-        try:
-            super()._rollback()
-        finally:
-            self._release_writer()
+        self._ending(super()._rollback)
 
     def _close(self) -> None:
+        self._ending(super()._close)
+
+    def _ending(self, end) -> None:
         try:
-            super()._close()
+            end()
         finally:
             self._release_writer()
 

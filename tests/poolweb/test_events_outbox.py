@@ -9,7 +9,9 @@ from decimal import Decimal
 
 import pytest
 from django.db import transaction
+from django.utils import timezone
 
+from poolweb import sql
 from poolweb.models import Event
 from poolweb.realtime.outbox import Viewer, events_after, must_resync, newest_seq
 from poolweb.services.events import POOL_UPDATED, REQUEST_UPDATED, publish
@@ -78,13 +80,21 @@ def test_missed_events_are_read_in_seq_order_and_filtered_for_the_viewer(bob, ca
 
 
 def test_a_message_carries_the_rows_json_text_as_written(db):
+    # Spaced and escaped as no encoder of ours writes it: a relay that decoded and encoded the
+    # data again would send it otherwise.
+    written = '{"name":  "h100 \\"east\\" \\u2713",\n "used": {"gpu": 0.5}}'
+    start = newest_seq()
+    with transaction.atomic():
+        sql.insert_events([(POOL_UPDATED, None, written)], timezone.now())
+    [event] = events_after(start, 10)
+    assert event.text == f'{{"seq":{event.seq},"type":"pool.updated","data":{written}}}'
+    assert json.loads(event.text)["data"] == {"name": 'h100 "east" ✓', "used": {"gpu": 0.5}}
+
+
+def test_an_events_data_is_encoded_as_the_api_encodes_it(db):
     at = datetime(2026, 12, 1, 21, 30, 0, 500000, tzinfo=dt_timezone.utc)
     start = newest_seq()
     with transaction.atomic():
-        publish(POOL_UPDATED, {"name": 'h100 "east" ✓', "used": {"gpu": Decimal("0.5")}, "at": at})
+        publish(POOL_UPDATED, {"name": "h100", "used": {"gpu": Decimal("0.5")}, "at": at})
     [event] = events_after(start, 10)
-    stored = Event.objects.get(seq=event.seq).data
-    assert stored in event.text  # relayed as it was written, not decoded and encoded again
-    assert json.loads(event.text) == {"seq": event.seq, "type": "pool.updated",
-                                      "data": {"name": 'h100 "east" ✓', "used": {"gpu": 0.5},
-                                               "at": "2026-12-01T21:30:00.500000Z"}}
+    assert json.loads(event.text)["data"] == {"name": "h100", "used": {"gpu": 0.5}, "at": "2026-12-01T21:30:00.500000Z"}

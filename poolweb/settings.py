@@ -89,6 +89,12 @@ TEMPLATES = [
 ]
 
 
+# How long any call waits for a lock (the pass lock, SQLite's write lock, a PostgreSQL row or
+# advisory lock) before it fails with 503: a healthy holder keeps one for a second at most, so
+# past this one is stuck, and waiting on would only hold the caller's thread (decision 79).
+LOCK_WAIT_SECONDS = env_int("POOLWEB_LOCK_WAIT_SECONDS", 10, minimum=1, maximum=600)
+
+
 def _database() -> dict:
     """``DATABASE_URL`` (PostgreSQL, or ``sqlite:////path``), else SQLite in the data directory."""
     url = env_str("DATABASE_URL")
@@ -100,6 +106,8 @@ def _database() -> dict:
     if database["ENGINE"] == "django.db.backends.sqlite3":  # a sqlite:/// URL
         database["ENGINE"] = "poolweb.sqlite"
     if database["ENGINE"] != "poolweb.sqlite":
+        options = database.setdefault("OPTIONS", {})
+        options["options"] = f"{options.get('options', '')} -c lock_timeout={LOCK_WAIT_SECONDS * 1000}".strip()
         # One test database per test run, so runs side by side on one server never drop each other's.
         return {**database, "TEST": {"NAME": f"test_{database['NAME']}_{os.getpid()}"}}
     return {
@@ -110,14 +118,15 @@ def _database() -> dict:
         "CONN_HEALTH_CHECKS": True,
         # WAL lets readers run beside the writer; IMMEDIATE takes the write lock at BEGIN, so two
         # writers queue instead of failing half-way through a decision: on a lock file first
-        # (poolweb/sqlite: a waiter wakes as the holder commits), then up to the busy timeout.
+        # (poolweb/sqlite: a waiter wakes as the holder commits), then up to the busy timeout;
+        # both wait at most LOCK_WAIT_SECONDS ("timeout").
         # A page cache of up to 64 MiB (the default is 2): a pass rewriting 10^4 rows spilled dirty
         # pages to the WAL mid-transaction, 40 % of its UPDATEs' time (decision 62).
         "OPTIONS": {
             "transaction_mode": "IMMEDIATE",
-            "timeout": 20,
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000; "
-                            "PRAGMA cache_size=-65536;",
+            "timeout": LOCK_WAIT_SECONDS,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                            f"PRAGMA busy_timeout={LOCK_WAIT_SECONDS * 1000}; PRAGMA cache_size=-65536;",
         },
         # The tests' database is a file, not memory, so that a test can start a server process on
         # it (tests/poolweb/test_events_live.py); one per test run, so two runs never share it.

@@ -170,6 +170,8 @@ class DraftProvisionView(AdminView):
                                                confirm_stale=body.validated_data["confirm_stale"])
         except DraftStale as stale:
             return stale_response(stale)
+        except services.DraftChanged as changed:
+            return Response({"detail": str(changed), "code": "draft_changed"}, status=status.HTTP_409_CONFLICT)
         return Response({"version": version.number})
 
 

@@ -15,10 +15,12 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from poolweb.api.parsers import PayloadTooLarge
+from poolweb.sql import busy_message
 from reconcile.document import Issue
 
 
 ECHO = 40  # characters of a caller's value a message repeats
+BUSY_RETRY_SECONDS = 1  # a lock not free in time (sql.busy_message): its holder is likely done soon
 
 
 def echo(value: object) -> str:
@@ -73,6 +75,9 @@ def exception_handler(exc, context):
         return bad_request([Issue("", "malformed_json", str(exc.detail))])
     if isinstance(exc, exceptions.ValidationError):
         return bad_request(flatten(exc.detail))
+    if (busy := busy_message(exc)) is not None:
+        return Response({"detail": busy, "code": "busy"}, status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                        headers={"Retry-After": str(BUSY_RETRY_SECONDS)})
     return drf_exception_handler(exc, context)
 
 

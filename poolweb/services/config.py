@@ -2,11 +2,13 @@
 R-55…R-57). What a document is judged by is services/validation.py; what provisioning would do,
 services/preview.py.
 
-A provision is one transaction: lock the site row (so two provisions take numbers one after the
-other, and no pass runs meanwhile), refuse R-57 removals against the live requests as they are
-at that moment, write the numbered version with its document and relational rows, point the site
-at it. A reconcile pass is asked for once the transaction is done. Validation happens before
-anything is written, so a refused provision leaves no trace.
+A provision holds the pass lock (so two provisions take numbers one after the other, and no pass
+runs meanwhile) and, inside it, one transaction: refuse R-57 removals against the live requests
+as they are at that moment, write the numbered version with its document and relational rows,
+point the site at it. The pass lock comes first, as everywhere (decision 79): on SQLite the
+transaction is the write lock, which a pass holding the pass lock may be waiting for. A reconcile
+pass is asked for once the transaction is done. Validation happens before anything is written,
+so a refused provision leaves no trace.
 """
 
 from __future__ import annotations
@@ -42,6 +44,14 @@ MAX_COMMENT = 500  # ConfigVersion.comment
 MAX_AUTHOR_NAME = 150  # ConfigVersion.author_name
 
 
+class DraftChanged(Exception):
+    """The draft was saved again (or discarded) while it was being provisioned; nothing was."""
+
+    def __init__(self) -> None:
+        super().__init__("the draft changed while it was being provisioned; nothing was provisioned: "
+                         "look at the draft and provision it again")
+
+
 class ConfigInvalid(Exception):
     """A document or provision refused, with every finding (docs/api.md §1)."""
 
@@ -73,15 +83,14 @@ def config_provision_document(*, document: Any, author=None, author_name: str = 
 
 def draft_provision(*, user, comment: str = "", confirm_stale: bool = False) -> ConfigVersion:
     """Provision the draft and discard it, in one transaction (S-12 step 3 and 4); ``DraftStale``
-    when it was made from a version no longer live and ``confirm_stale`` is false."""
-    with transaction.atomic():
-        draft = Draft.objects.select_for_update().filter(pk=1).first()
+    when it was made from a version no longer live and ``confirm_stale`` is false, ``DraftChanged``
+    when the draft was saved again while it was being provisioned."""
+    with site_locked():  # the live version stays put from the staleness check to the publish
+        draft = Draft.objects.filter(pk=1).first()
         if draft is None:
             raise ConfigNotFound("there is no draft")
-        site_locked()  # the live version stays put from the check to the publish
         refuse_stale(draft, confirmed=confirm_stale)
-        version = _provision(document=draft.document, author=user, comment=comment)
-        draft.delete()
+        version = _provision(document=draft.document, author=user, comment=comment, draft=draft)
     _reconcile_after_change()
     return version
 
@@ -134,7 +143,9 @@ def management_set(*, enabled: bool, user) -> bool:
 
 
 def _provision(*, document: Any, author, comment: str, author_name: str = "",
-               if_changed: bool = False) -> ConfigVersion | None:
+               if_changed: bool = False, draft: Draft | None = None) -> ConfigVersion | None:
+    """Publish ``document``; with ``draft`` (the one it was read from), discard that draft in the
+    same transaction."""
     # The document is judged before the transaction: on SQLite a transaction holds the write lock.
     checked = validate_document(_without_version(document))
     errors = (checked.errors + text_errors(comment, "comment", MAX_COMMENT)
@@ -155,6 +166,8 @@ def _provision(*, document: Any, author, comment: str, author_name: str = "",
         _write_rows(version, checked.config)
         state.live_version = version
         state.save(update_fields=["live_version"])
+        if draft is not None and not Draft.objects.filter(pk=1, updated_at=draft.updated_at).delete()[0]:
+            raise DraftChanged()  # a save after our read: publishing what it replaced would lose it
         events.publish(events.CONFIG_PROVISIONED, {
             "version": number, "author": version.author_label, "comment": comment,
             "created_at": moment(version.created_at)})

@@ -22,7 +22,6 @@ What every API call reads (the token, the site row) is in ``poolweb.sql.request_
 
 from __future__ import annotations
 
-import fcntl
 import json
 import threading
 from collections import defaultdict
@@ -32,10 +31,11 @@ from datetime import datetime, timezone as dt_timezone
 
 import orjson
 import psycopg
-from django.db import connection
+from django.db import OperationalError, connection
 from rest_framework.utils.encoders import JSONEncoder
 
 from poolweb.models import Event, Request as RequestRow, RequestChange
+from poolweb.sqlite.locks import LockTimeout, file_lock
 
 CHUNK = 2000  # values per IN (…): below every database's limit of bound parameters
 OUTBOX_LOCK = 0x706F_6F6C_0001  # pg_advisory_xact_lock keys: the outbox writers,
@@ -177,11 +177,14 @@ def pass_lock() -> Iterator[None]:
     process, and released at the end of the block.
 
     Not the database's write lock: a pass reads and plans under it while submissions, releases
-    and heartbeats commit beside it, and takes the write lock only for its writes. On SQLite it is
-    ``flock`` on a file beside the database (each holder opens the file itself, so threads
-    exclude each other too, and a process that dies lets go). On PostgreSQL it is an advisory
-    lock: of the session, released at the end of the block; inside a transaction, of the
-    transaction (an aborted one could not run the unlock), released when it ends.
+    and heartbeats commit beside it, and takes the write lock only for its writes. Locks are taken
+    in one order everywhere: this one first, then a write transaction (on SQLite the write lock),
+    then rows, then the outbox (decision 79); so enter it before a transaction. On SQLite it is
+    ``flock`` on a file beside the database (a process that dies lets go). On PostgreSQL it is an
+    advisory lock: of the session, released at the end of the block; inside a transaction, of the
+    transaction (an aborted one could not run the unlock), released when it ends. Either waits at
+    most the database's lock bound (``POOLWEB_LOCK_WAIT_SECONDS``), then fails (``LockTimeout`` or
+    PostgreSQL's ``lock_not_available``, both an ``OperationalError``).
     """
     if getattr(_held, "depth", 0):
         _held.depth += 1
@@ -201,9 +204,12 @@ def pass_lock() -> Iterator[None]:
 @contextmanager
 def _acquired() -> Iterator[None]:
     if connection.vendor != "postgresql":
-        with open(f"{connection.settings_dict['NAME']}.pass-lock", "a") as file:
-            fcntl.flock(file, fcntl.LOCK_EX)
-            yield  # closing the file lets go
+        lock = file_lock(f"{connection.settings_dict['NAME']}.pass-lock", "pass lock")
+        descriptor = lock.acquire(connection.settings_dict["OPTIONS"].get("timeout", 5))
+        try:
+            yield
+        finally:
+            lock.release(descriptor)
         return
     in_transaction = connection.in_atomic_block
     with connection.cursor() as cursor:
@@ -215,6 +221,16 @@ def _acquired() -> Iterator[None]:
         if not in_transaction:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_unlock(%s)", [PASS_LOCK])
+
+
+def busy_message(error: BaseException) -> str | None:
+    """What to tell a caller whose call failed because a lock was not free within the bound
+    (``pass_lock``, SQLite's write lock, PostgreSQL's ``lock_timeout``); None for other errors."""
+    if isinstance(error, LockTimeout):
+        return str(error)
+    if isinstance(error, OperationalError) and isinstance(error.__cause__, psycopg.errors.LockNotAvailable):
+        return "Poolweb is busy: a lock was not free in time; try again"
+    return None
 
 
 def lock_outbox() -> None:

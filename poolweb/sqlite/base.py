@@ -8,24 +8,24 @@ writes, set the pace. Here a write transaction first takes ``flock`` on a file b
 (each holder opens the file itself, so threads of one process exclude each other too, and a
 process that dies lets go), and only then ``BEGIN IMMEDIATE``: a waiter sleeps in the kernel and
 wakes as the holder commits, and SQLite's lock is free when it asks. Readers take nothing (WAL).
-A statement outside a transaction still waits in SQLite's busy handler, as before.
+A statement outside a transaction still waits in SQLite's busy handler, as before. Both waits
+are bounded by the connection's ``timeout`` option (``POOLWEB_LOCK_WAIT_SECONDS``): past it the
+call fails with ``LockTimeout`` (503) instead of waiting for ever (decision 79).
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
-
 from django.db.backends.sqlite3 import base
+
+from poolweb.sqlite.locks import FileLock, file_lock
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
     _writer: int | None = None  # the lock file's descriptor while a write transaction is open
 
     def _start_transaction_under_autocommit(self) -> None:
-        self._writer = os.open(f"{self.settings_dict['NAME']}.write-lock", os.O_RDWR | os.O_CREAT, 0o600)
+        self._writer = self._write_lock().acquire(self.settings_dict["OPTIONS"].get("timeout", 5))
         try:
-            fcntl.flock(self._writer, fcntl.LOCK_EX)
             super()._start_transaction_under_autocommit()
         except BaseException:
             self._release_writer()
@@ -50,4 +50,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def _release_writer(self) -> None:
         if self._writer is not None:
             writer, self._writer = self._writer, None
-            os.close(writer)  # closing lets go of the lock
+            self._write_lock().release(writer)
+
+    def _write_lock(self) -> FileLock:
+        return file_lock(f"{self.settings_dict['NAME']}.write-lock", "write lock")

@@ -22,8 +22,10 @@ from typing import Any
 import yaml
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import OperationalError
 
 from poolweb.management.users import user_named
+from poolweb.sql import busy_message
 from poolweb.selectors.versions import config_live_document
 from poolweb.services import config as services
 from reconcile.document import Issue
@@ -115,6 +117,8 @@ class Command(BaseCommand):
         except services.ConfigInvalid as refused:
             self.issues(refused.errors)
             raise CommandError(f"{file}: refused with {len(refused.errors)} error(s)") from None
+        except OperationalError as error:
+            raise CommandError(busy_message(error) or f"the database failed: {error}") from None
         if version is None:
             live = config_live_document()["version"]
             self.stdout.write(f"no change: {file} is the live configuration (version {live}); nothing provisioned")

@@ -44,6 +44,8 @@ def token_issue(*, user, name: str = COMMAND_NAME) -> str:
 
 def token_authenticate(token: str) -> ApiToken | None:
     """The token of an active user, its use noted; None for an unknown token or inactive user."""
+    if not token.isascii():
+        return None  # a secret is URL-safe base64; a lone surrogate could not even be hashed
     found = request_path.token_with_user(digest(token))
     if found is None or not found.user.is_active:
         return None

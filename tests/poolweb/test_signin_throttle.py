@@ -92,3 +92,22 @@ async def test_wrong_tokens_on_the_event_stream_count_too(bob):
     await stream.send_json_to({"token": token, "resume_from": None})
     assert await stream.receive_nothing(timeout=0.2)  # signed in
     await stream.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+@in_event_loop
+async def test_a_token_that_is_not_text_on_the_event_stream_is_a_bad_token_and_counts(bob):
+    stream = await connect()
+    await stream.send_to(text_data='{"token": "\\ud800"}')  # a lone surrogate: valid JSON, no UTF-8
+
+    assert await refusal(stream) == ("unauthenticated", 4401)
+    assert await database_sync_to_async(SignInFailure.objects.count)() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("secret", ["\xff\xfe", "\x00", "\x7f\x1b[2J", "é"])
+def test_a_bearer_header_with_odd_bytes_is_a_bad_token_and_counts(bob, secret):
+    response = get_pools(secret)
+
+    assert response.status_code == 401
+    assert SignInFailure.objects.count() == 1

@@ -208,6 +208,8 @@ POOLWEB = {
     "AUTH_FAILURE_WINDOW_SECONDS": env_int("POOLWEB_AUTH_FAILURE_WINDOW_SECONDS", 300, minimum=1, maximum=86400),
     # Pending requests one user may have; a submission beyond it gets 429.
     "MAX_PENDING_PER_USER": env_int("POOLWEB_MAX_PENDING_PER_USER", 10_000, minimum=1, maximum=10_000_000),
+    # API tokens one user may have; creating one more is refused until one is revoked.
+    "MAX_TOKENS_PER_USER": env_int("POOLWEB_MAX_TOKENS_PER_USER", 100, minimum=1, maximum=1_000_000),
     # Finished requests (released, expired, …) are forgotten after this many days.
     "REQUESTS_KEPT_DAYS": env_int("POOLWEB_REQUESTS_KEPT_DAYS", 30, minimum=1, maximum=36500),
 }

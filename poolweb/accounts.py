@@ -1,6 +1,7 @@
-"""Signing in with a password (``/accounts/login/`` and the admin's login): wrong passwords count
-against the client's address (services/signin.py). Past the allowance a wrong one is answered
-429 with ``Retry-After`` instead of the form again; the right one still signs in."""
+"""Signing in with a password (``/accounts/login/`` and the admin's login), throttled per client
+address and per account (services/signin.py): while either is throttled, every attempt is
+answered 429 with ``Retry-After`` and the same words, before the password is checked, so a
+guesser cannot tell a right password from a wrong one; a wrong one is counted."""
 
 from __future__ import annotations
 
@@ -8,25 +9,30 @@ from django.contrib.auth.backends import ModelBackend
 from django.http import HttpRequest, HttpResponse
 from django.utils.deprecation import MiddlewareMixin
 
-from poolweb.services.signin import sign_in_failed
+from poolweb.addresses import request_address
+from poolweb.services.signin import sign_in_failed, sign_in_wait, throttled_message
 
 
 class SignInThrottled(Exception):
     def __init__(self, wait: int) -> None:
-        super().__init__(f"too many failed sign-ins; retry in {wait} s")
+        super().__init__(throttled_message(wait))
         self.wait = wait
 
 
 class ThrottledModelBackend(ModelBackend):
-    """Django's username and password check; a failure is noted, and past the allowance raises
-    ``SignInThrottled`` (which ``authenticate`` lets through) for the middleware to answer."""
+    """Django's username and password check, not even tried while the address or the account is
+    throttled: ``SignInThrottled`` instead (``authenticate`` lets it through, for the middleware)."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is None or password is None:
+            return super().authenticate(request, username=username, password=password, **kwargs)
+        address = request_address(request)
+        wait = sign_in_wait(address=address, username=username)
+        if wait is not None:
+            raise SignInThrottled(wait)
         user = super().authenticate(request, username=username, password=password, **kwargs)
-        if user is None and request is not None and password is not None:
-            wait = sign_in_failed(address=request.META.get("REMOTE_ADDR") or "unknown")
-            if wait is not None:
-                raise SignInThrottled(wait)
+        if user is None:
+            sign_in_failed(address=address, username=username)
         return user
 
 
@@ -39,7 +45,6 @@ class SignInThrottleMiddleware(MiddlewareMixin):
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, SignInThrottled):
             return None
-        response = HttpResponse(f"Too many failed sign-ins from your address: try again in {exception.wait} seconds.\n",
-                                status=429, content_type="text/plain; charset=utf-8")
+        response = HttpResponse(f"{exception}\n", status=429, content_type="text/plain; charset=utf-8")
         response["Retry-After"] = str(exception.wait)
         return response

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 
 
@@ -44,3 +45,12 @@ def env_choice(name: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {value!r}")
     return value
+
+
+def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """Comma-separated addresses or networks (``127.0.0.1, 10.0.0.0/8, ::1``); none by default."""
+    items = [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
+    try:
+        return tuple(ipaddress.ip_network(item, strict=False) for item in items)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name} must be comma-separated addresses or networks: {error}") from None

@@ -214,14 +214,16 @@ class ApiToken(models.Model):
 
 
 class SignInFailure(models.Model):
-    """A failed sign-in from a client address, kept while it counts for the throttle
-    (services/signin.py)."""
+    """A failed sign-in from a client address, with the username it was for (blank for a token),
+    kept while it counts for the throttle (services/signin.py)."""
 
     address = models.CharField(max_length=64)
+    username = models.CharField(max_length=150, blank=True, default="")
     at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
-        indexes = [models.Index(fields=["address", "at"], name="signin_failure_address_at")]
+        indexes = [models.Index(fields=["address", "at"], name="signin_failure_address_at"),
+                   models.Index(fields=["username", "at"], name="signin_failure_username_at")]
 
 
 class Event(models.Model):

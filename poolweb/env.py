@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from dataclasses import dataclass
+from urllib.parse import parse_qs, unquote, urlsplit
 
 
 class ImproperlyConfigured(Exception):
@@ -54,3 +56,36 @@ def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Netwo
         return tuple(ipaddress.ip_network(item, strict=False) for item in items)
     except ValueError as error:
         raise ImproperlyConfigured(f"{name} must be comma-separated addresses or networks: {error}") from None
+
+
+@dataclass(frozen=True)
+class MailServer:
+    host: str
+    port: int
+    user: str
+    password: str
+    starttls: bool
+    tls: bool
+    sender: str | None  # None: Django's DEFAULT_FROM_EMAIL, webmaster@localhost
+
+
+MAIL_SCHEMES = {"smtp": (25, False, False), "smtp+tls": (587, True, False), "smtps": (465, False, True)}
+
+
+def env_mail_server(name: str) -> MailServer | None:
+    """``smtp://[user:password@]host[:port][?from=address]`` (``smtp+tls://`` for STARTTLS,
+    ``smtps://`` for TLS from the start); None when unset."""
+    value = os.environ.get(name, "")
+    if not value:
+        return None
+    url = urlsplit(value)
+    try:
+        port = url.port
+    except ValueError:
+        port = -1
+    if url.scheme not in MAIL_SCHEMES or not url.hostname or port == -1:
+        raise ImproperlyConfigured(f"{name} must be smtp://, smtp+tls:// or smtps://[user:password@]host[:port]"
+                                   f"[?from=address], not {url.scheme}://{url.hostname}…")
+    default_port, starttls, tls = MAIL_SCHEMES[url.scheme]
+    return MailServer(url.hostname, port or default_port, unquote(url.username or ""), unquote(url.password or ""),
+                      starttls, tls, parse_qs(url.query).get("from", [None])[0])

@@ -226,6 +226,19 @@ class SignInFailure(models.Model):
                    models.Index(fields=["username", "at"], name="signin_failure_username_at")]
 
 
+class PasswordResetAsk(models.Model):
+    """An ask to mail a password reset link, kept while it counts for the throttle
+    (services/signin.py)."""
+
+    address = models.CharField(max_length=64)
+    email = models.CharField(max_length=254)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["address", "at"], name="reset_ask_address_at"),
+                   models.Index(fields=["email", "at"], name="reset_ask_email_at")]
+
+
 class Event(models.Model):
     """The outbox of the event stream (docs/events.md): written in the transaction of the decision it
     reports, so a rolled-back decision sends nothing and a committed one is never lost.

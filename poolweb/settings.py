@@ -13,7 +13,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from poolweb.env import env_bool, env_choice, env_int, env_networks, env_str
+from poolweb.env import env_bool, env_choice, env_int, env_mail_server, env_networks, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("POOLWEB_DATA_DIR", str(BASE_DIR / "var")))
@@ -144,6 +144,16 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"  # the console; Django's default, /accounts/profile/, is no page here
+
+# Mail, for password resets only. Without POOLWEB_EMAIL_URL none is sent, and the pages that would
+# send one do not exist (poolweb/accounts.py): the sign-in page says to ask an administrator.
+MAIL_SERVER = env_mail_server("POOLWEB_EMAIL_URL")
+if MAIL_SERVER is not None:
+    EMAIL_HOST, EMAIL_PORT = MAIL_SERVER.host, MAIL_SERVER.port
+    EMAIL_HOST_USER, EMAIL_HOST_PASSWORD = MAIL_SERVER.user, MAIL_SERVER.password
+    EMAIL_USE_TLS, EMAIL_USE_SSL = MAIL_SERVER.starttls, MAIL_SERVER.tls
+    if MAIL_SERVER.sender:
+        DEFAULT_FROM_EMAIL = MAIL_SERVER.sender
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -5,7 +5,9 @@ The peer (``REMOTE_ADDR``, a stream's ``client``) is the client, unless it is on
 the address it heard from, so the client is the right-most address that is not itself a trusted
 proxy, and whatever stands left of it the client wrote itself. With 10.0.0.0/8 trusted, a peer of
 10.0.0.5 and ``X-Forwarded-For: 1.2.3.4, 203.0.113.7, 10.0.0.9``, the client is 203.0.113.7; from
-a peer that is not trusted the header is ignored, so nobody names their own address.
+a peer that is not trusted the header is ignored, so nobody names their own address. An entry
+that is not an address ends the walk at the proxy that passed it on, so no text of a client's
+choosing becomes its address (a key in the database, a word in the log).
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ def client_address(*, peer: str | None, forwarded_for: str | None) -> str:
     address = peer or UNKNOWN
     if not forwarded_for or not _trusted_proxy(address):
         return address
-    for hop in reversed(forwarded_for.split(",")):
-        if hop.strip():
-            address = hop.strip()
-            if not _trusted_proxy(address):
-                break
+    hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
+    for hop in reversed(hops):
+        ip = _ip(hop)
+        if ip is None:
+            break  # the proxy that passed it on is as near to the client as can be told
+        address = str(ip)
+        if not _trusted_proxy(address):
+            break
     return address
 
 
@@ -43,8 +48,12 @@ def scope_address(scope: dict) -> str:
 
 
 def _trusted_proxy(address: str) -> bool:
+    ip = _ip(address)
+    return ip is not None and any(ip in network for network in settings.POOLWEB["TRUSTED_PROXIES"])
+
+
+def _ip(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
-        ip = ipaddress.ip_address(address)
+        return ipaddress.ip_address(text)
     except ValueError:
-        return False
-    return any(ip in network for network in settings.POOLWEB["TRUSTED_PROXIES"])
+        return None

@@ -29,7 +29,8 @@ def proxies(settings):
     ("10.0.0.5", "203.0.113.7,,10.9.9.9 ", "203.0.113.7"),
     ("::1", "2001:db8::1", "2001:db8::1"),
     ("10.0.0.5", "10.1.1.1, 10.2.2.2", "10.1.1.1"),  # proxies all the way: the farthest
-    ("10.0.0.5", "not-an-address", "not-an-address"),  # what the proxy said, never trusted
+    ("10.0.0.5", "203.0.113.7, evil\n", "10.0.0.5"),  # not an address: the proxy that passed it on
+    ("10.0.0.5", "203.0.113.7, 10.1.1.1, 198.51.100.1:443", "10.0.0.5"),  # nor is one with a port
     (None, "1.2.3.4", "unknown"),
 ])
 def test_the_client_is_the_peer_or_the_right_most_address_no_trusted_proxy_wrote(proxies, peer, forwarded_for,

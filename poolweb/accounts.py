@@ -1,32 +1,48 @@
-"""Signing in with a password (``/accounts/login/`` and the admin's login): wrong passwords count
-against the client's address (services/signin.py). Past the allowance a wrong one is answered
-429 with ``Retry-After`` instead of the form again; the right one still signs in."""
+"""Signing in with a password (``/accounts/login/`` and the admin's login), throttled per client
+address and per account (services/signin.py): while either is throttled, every attempt is
+answered 429 with ``Retry-After`` and the same words, before the password is checked, so a
+guesser cannot tell a right password from a wrong one; a wrong one is counted.
+
+The pages under ``/accounts/`` are Django's, but the password reset by mail exists only when mail
+is configured (``POOLWEB_EMAIL_URL``): without it there is no way to send the link, and the
+sign-in page says to ask an administrator instead. Its asks are throttled too."""
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.contrib.auth import urls as auth_urls
 from django.contrib.auth.backends import ModelBackend
+from django.contrib.auth.views import PasswordResetView
 from django.http import HttpRequest, HttpResponse
+from django.urls import URLPattern, path
 from django.utils.deprecation import MiddlewareMixin
 
-from poolweb.services.signin import sign_in_failed
+from poolweb.addresses import request_address
+from poolweb.services.signin import (
+    password_reset_asked, reset_throttled_message, sign_in_failed, sign_in_wait, throttled_message,
+)
 
 
 class SignInThrottled(Exception):
     def __init__(self, wait: int) -> None:
-        super().__init__(f"too many failed sign-ins; retry in {wait} s")
+        super().__init__(throttled_message(wait))
         self.wait = wait
 
 
 class ThrottledModelBackend(ModelBackend):
-    """Django's username and password check; a failure is noted, and past the allowance raises
-    ``SignInThrottled`` (which ``authenticate`` lets through) for the middleware to answer."""
+    """Django's username and password check, not even tried while the address or the account is
+    throttled: ``SignInThrottled`` instead (``authenticate`` lets it through, for the middleware)."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is None or password is None:
+            return super().authenticate(request, username=username, password=password, **kwargs)
+        address = request_address(request)
+        wait = sign_in_wait(address=address, username=username)
+        if wait is not None:
+            raise SignInThrottled(wait)
         user = super().authenticate(request, username=username, password=password, **kwargs)
-        if user is None and request is not None and password is not None:
-            wait = sign_in_failed(address=request.META.get("REMOTE_ADDR") or "unknown")
-            if wait is not None:
-                raise SignInThrottled(wait)
+        if user is None:
+            sign_in_failed(address=address, username=username)
         return user
 
 
@@ -39,7 +55,30 @@ class SignInThrottleMiddleware(MiddlewareMixin):
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, SignInThrottled):
             return None
-        response = HttpResponse(f"Too many failed sign-ins from your address: try again in {exception.wait} seconds.\n",
-                                status=429, content_type="text/plain; charset=utf-8")
-        response["Retry-After"] = str(exception.wait)
-        return response
+        return too_many(str(exception), exception.wait)
+
+
+class ThrottledPasswordResetView(PasswordResetView):
+    """Django's ask for a reset link by mail, throttled per address and per address asked for."""
+
+    def form_valid(self, form):
+        wait = password_reset_asked(address=request_address(self.request), email=form.cleaned_data["email"])
+        if wait is not None:
+            return too_many(reset_throttled_message(wait), wait)
+        return super().form_valid(form)
+
+
+def account_paths() -> list[URLPattern]:
+    """``django.contrib.auth.urls``, its password reset pages only when mail is configured."""
+    resetting = [p for p in auth_urls.urlpatterns if p.name.startswith("password_reset")]
+    kept = [p for p in auth_urls.urlpatterns if p not in resetting]
+    if settings.MAIL_SERVER is None:
+        return kept
+    asking = path("password_reset/", ThrottledPasswordResetView.as_view(), name="password_reset")
+    return [*kept, asking, *(p for p in resetting if p.name != "password_reset")]
+
+
+def too_many(message: str, wait: int) -> HttpResponse:
+    response = HttpResponse(f"{message}\n", status=429, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = str(wait)
+    return response

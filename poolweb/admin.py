@@ -1,12 +1,13 @@
 """Django's admin, for whoever runs the service: what happened (passes, requests, configuration
-versions) read-only — decisions are the reconciler's and the API's — and API tokens, which an
-admin may revoke (delete: the token stops working at once)."""
+versions) read-only — decisions are the reconciler's and the API's — API tokens, which an
+admin may revoke (delete: the token stops working at once), and failed sign-ins, which an admin
+may delete to end a lockout."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
-from poolweb.models import ApiToken, ConfigVersion, PassRecord, Policy, Pool, Profile, Request
+from poolweb.models import ApiToken, ConfigVersion, PassRecord, Policy, Pool, Profile, Request, SignInFailure
 
 
 class ReadOnly(admin.ModelAdmin):
@@ -104,3 +105,16 @@ class ApiTokenAdmin(ReadOnly):
             function, name, _ = actions["delete_selected"]
             actions["delete_selected"] = (function, name, "Revoke the selected tokens")
         return actions
+
+
+@admin.register(SignInFailure)
+class SignInFailureAdmin(ReadOnly):
+    """The failures the sign-in throttle counts (services/signin.py); deleting an account's or an
+    address's ends its lockout, as ``manage.py clear_sign_in_failures`` does."""
+
+    list_display = ("at", "username", "address")
+    search_fields = ("=username", "=address")
+    date_hierarchy = "at"
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return True

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+from dataclasses import dataclass
+from urllib.parse import parse_qs, unquote, urlsplit
 
 
 class ImproperlyConfigured(Exception):
@@ -44,3 +47,45 @@ def env_choice(name: str, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {value!r}")
     return value
+
+
+def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """Comma-separated addresses or networks (``127.0.0.1, 10.0.0.0/8, ::1``); none by default."""
+    items = [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
+    try:
+        return tuple(ipaddress.ip_network(item, strict=False) for item in items)
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name} must be comma-separated addresses or networks: {error}") from None
+
+
+@dataclass(frozen=True)
+class MailServer:
+    host: str
+    port: int
+    user: str
+    password: str
+    starttls: bool
+    tls: bool
+    sender: str | None  # None: Django's DEFAULT_FROM_EMAIL, webmaster@localhost
+
+
+MAIL_SCHEMES = {"smtp": (25, False, False), "smtp+tls": (587, True, False), "smtps": (465, False, True)}
+
+
+def env_mail_server(name: str) -> MailServer | None:
+    """``smtp://[user:password@]host[:port][?from=address]`` (``smtp+tls://`` for STARTTLS,
+    ``smtps://`` for TLS from the start); None when unset."""
+    value = os.environ.get(name, "")
+    if not value:
+        return None
+    url = urlsplit(value)
+    try:
+        port = url.port
+    except ValueError:
+        port = -1
+    if url.scheme not in MAIL_SCHEMES or not url.hostname or port == -1:
+        raise ImproperlyConfigured(f"{name} must be smtp://, smtp+tls:// or smtps://[user:password@]host[:port]"
+                                   f"[?from=address], not {url.scheme}://{url.hostname}…")
+    default_port, starttls, tls = MAIL_SCHEMES[url.scheme]
+    return MailServer(url.hostname, port or default_port, unquote(url.username or ""), unquote(url.password or ""),
+                      starttls, tls, parse_qs(url.query).get("from", [None])[0])

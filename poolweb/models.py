@@ -214,14 +214,29 @@ class ApiToken(models.Model):
 
 
 class SignInFailure(models.Model):
-    """A failed sign-in from a client address, kept while it counts for the throttle
-    (services/signin.py)."""
+    """A failed sign-in from a client address, with the username it was for (blank for a token),
+    kept while it counts for the throttle (services/signin.py)."""
 
     address = models.CharField(max_length=64)
+    username = models.CharField(max_length=150, blank=True, default="")
     at = models.DateTimeField(default=timezone.now, db_index=True)
 
     class Meta:
-        indexes = [models.Index(fields=["address", "at"], name="signin_failure_address_at")]
+        indexes = [models.Index(fields=["address", "at"], name="signin_failure_address_at"),
+                   models.Index(fields=["username", "at"], name="signin_failure_username_at")]
+
+
+class PasswordResetAsk(models.Model):
+    """An ask to mail a password reset link, kept while it counts for the throttle
+    (services/signin.py)."""
+
+    address = models.CharField(max_length=64)
+    email = models.CharField(max_length=254)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["address", "at"], name="reset_ask_address_at"),
+                   models.Index(fields=["email", "at"], name="reset_ask_email_at")]
 
 
 class Event(models.Model):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from poolweb.env import env_bool, env_choice, env_int, env_str
+from poolweb.env import env_bool, env_choice, env_int, env_mail_server, env_networks, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("POOLWEB_DATA_DIR", str(BASE_DIR / "var")))
@@ -154,6 +154,16 @@ STATIC_ROOT = DATA_DIR / "static"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"  # the console; Django's default, /accounts/profile/, is no page here
 
+# Mail, for password resets only. Without POOLWEB_EMAIL_URL none is sent, and the pages that would
+# send one do not exist (poolweb/accounts.py): the sign-in page says to ask an administrator.
+MAIL_SERVER = env_mail_server("POOLWEB_EMAIL_URL")
+if MAIL_SERVER is not None:
+    EMAIL_HOST, EMAIL_PORT = MAIL_SERVER.host, MAIL_SERVER.port
+    EMAIL_HOST_USER, EMAIL_HOST_PASSWORD = MAIL_SERVER.user, MAIL_SERVER.password
+    EMAIL_USE_TLS, EMAIL_USE_SSL = MAIL_SERVER.starttls, MAIL_SERVER.tls
+    if MAIL_SERVER.sender:
+        DEFAULT_FROM_EMAIL = MAIL_SERVER.sender
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "poolweb.api.auth.BearerTokenAuthentication",
@@ -211,12 +221,19 @@ POOLWEB = {
     "HTTP_THREADS": env_int("POOLWEB_HTTP_THREADS", 2, minimum=1, maximum=64),
     # Events kept for clients that resume (at least this many, and all of the last hour).
     "EVENTS_KEPT": env_int("POOLWEB_EVENTS_KEPT", 10000, minimum=100, maximum=10_000_000),
-    # Failed sign-ins (a wrong token or password) one client address may make per window before
-    # its further failures get 429 (services/signin.py); a valid credential is never refused.
+    # Failed sign-ins (a wrong token or password) one client address, and one account from any
+    # addresses, may make per window; then every attempt from it, or for it, gets 429 unchecked
+    # until the oldest leaves the window (services/signin.py). An account's allowance is the
+    # larger: anyone who knows a username can use it up (decision 85).
     "AUTH_FAILURES": env_int("POOLWEB_AUTH_FAILURES", 20, minimum=1, maximum=1_000_000),
+    "AUTH_ACCOUNT_FAILURES": env_int("POOLWEB_AUTH_ACCOUNT_FAILURES", 100, minimum=1, maximum=1_000_000),
     "AUTH_FAILURE_WINDOW_SECONDS": env_int("POOLWEB_AUTH_FAILURE_WINDOW_SECONDS", 300, minimum=1, maximum=86400),
+    # The proxies whose X-Forwarded-For names the client (poolweb/addresses.py); none by default.
+    "TRUSTED_PROXIES": env_networks("POOLWEB_TRUSTED_PROXIES"),
     # Pending requests one user may have; a submission beyond it gets 429.
     "MAX_PENDING_PER_USER": env_int("POOLWEB_MAX_PENDING_PER_USER", 10_000, minimum=1, maximum=10_000_000),
+    # API tokens one user may have; creating one more is refused until one is revoked.
+    "MAX_TOKENS_PER_USER": env_int("POOLWEB_MAX_TOKENS_PER_USER", 100, minimum=1, maximum=1_000_000),
     # Finished requests (released, expired, …) are forgotten after this many days.
     "REQUESTS_KEPT_DAYS": env_int("POOLWEB_REQUESTS_KEPT_DAYS", 30, minimum=1, maximum=36500),
 }

@@ -4,11 +4,12 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
+from poolweb.accounts import account_paths
 from poolweb.api.errors import unknown_path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/", include(account_paths())),
     path("api/v1/", include("poolweb.api.urls")),
     # The contract is public; every endpoint it describes still asks who is calling.
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),

@@ -1,15 +1,16 @@
 """Bearer tokens in DRF: ``Authorization: Bearer <token>`` (services/tokens.py keeps them).
 
 The scheme is case-insensitive (RFC 9110 §11.1): ``bearer`` works too. A wrong token counts
-against the caller's address (services/signin.py): past the allowance it is answered 429 with
-``Retry-After`` instead of 401; a valid token is never refused for it.
+against the caller's address (services/signin.py); while the address is throttled every token
+from it, right or wrong, is answered 429 with ``Retry-After`` before it is checked.
 """
 
 from __future__ import annotations
 
 from rest_framework import authentication, exceptions
 
-from poolweb.services.signin import sign_in_failed
+from poolweb.addresses import request_address
+from poolweb.services.signin import sign_in_failed, sign_in_wait, throttled_message
 from poolweb.services.tokens import token_authenticate
 
 
@@ -20,23 +21,25 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request).split()
         if not header or header[0].decode(errors="replace").lower() != self.keyword.lower():
             return None
+        address = request_address(request)
+        wait = sign_in_wait(address=address)
+        if wait is not None:
+            raise exceptions.Throttled(wait, detail=throttled_message(wait))
         if len(header) != 2:
-            raise self.failed(request, "Authorization: Bearer <token> takes exactly one token")
+            raise self.failed(address, "Authorization: Bearer <token> takes exactly one token")
         try:
             token = header[1].decode()
         except UnicodeDecodeError:
-            raise self.failed(request, "the token is not valid") from None
+            raise self.failed(address, "the token is not valid") from None
         found = token_authenticate(token)
         if found is None:
-            raise self.failed(request, "the token is not valid")
+            raise self.failed(address, "the token is not valid")
         return found.user, found
 
     def authenticate_header(self, request) -> str:
         return self.keyword
 
     @staticmethod
-    def failed(request, message: str) -> exceptions.APIException:
-        wait = sign_in_failed(address=request.META.get("REMOTE_ADDR") or "unknown")
-        if wait is None:
-            return exceptions.AuthenticationFailed(message)
-        return exceptions.Throttled(wait, detail=f"too many failed sign-ins from your address; retry in {wait} s")
+    def failed(address: str, message: str) -> exceptions.AuthenticationFailed:
+        sign_in_failed(address=address)
+        return exceptions.AuthenticationFailed(message)

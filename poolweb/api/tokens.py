@@ -48,6 +48,11 @@ class TokenInput(StrictBody):
         return name
 
 
+class TokenCapReached(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "too_many_tokens"
+
+
 def token_data(row: ApiToken) -> dict:
     return {"id": row.pk, "name": row.name, "created_at": moment(row.created_at),
             "last_used_at": moment(row.last_used_at)}
@@ -64,12 +69,16 @@ class TokenCollectionView(GenericAPIView):
         return self.get_paginated_response([token_data(row) for row in page])
 
     @extend_schema(tags=[TAG], operation_id="tokens_create", request=TokenInput,
-                   responses={201: CreatedTokenSchema, 400: OpenApiResponse(ErrorsSchema, description="a bad name")},
+                   responses={201: CreatedTokenSchema, 400: OpenApiResponse(ErrorsSchema, description="a bad name"),
+                              409: OpenApiResponse(DetailSchema, description="you have the most tokens one may have")},
                    summary="A new API token for you; its secret is in the answer, and only there")
     def post(self, request):
         body = TokenInput(data=request.data)
         body.is_valid(raise_exception=True)
-        row, secret = services.token_create(user=request.user, name=body.validated_data["name"])
+        try:
+            row, secret = services.token_create(user=request.user, name=body.validated_data["name"])
+        except services.TooManyTokens as error:
+            raise TokenCapReached(str(error)) from None
         return Response({**token_data(row), "token": secret}, status=status.HTTP_201_CREATED,
                         headers={"Location": f"{request.path.rstrip('/')}/{row.pk}"})
 

@@ -6,6 +6,7 @@ in the API's answer only, so the page shows it once and never again.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -18,4 +19,5 @@ from poolweb.services.tokens import MAX_NAME, token_list
 @require_GET
 def tokens_page(request: HttpRequest) -> HttpResponse:
     return render(request, "console/tokens.html", {"tokens": token_list(owner=request.user), "max_name": MAX_NAME,
+                                                   "max_tokens": settings.POOLWEB["MAX_TOKENS_PER_USER"],
                                                    "origin": request.build_absolute_uri("/").rstrip("/")})

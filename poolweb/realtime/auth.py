@@ -25,11 +25,12 @@ from django.contrib.auth import get_user, get_user_model
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import is_same_domain
 
+from poolweb.addresses import scope_address
 from poolweb.realtime.outbox import Viewer
 from poolweb.realtime.protocol import (
     AccountDisabled, PermissionsChanged, ProtocolError, SignedOut, TokenRevoked, TooManyFailures,
 )
-from poolweb.services.signin import sign_in_failed
+from poolweb.services.signin import sign_in_failed, sign_in_wait, throttled_message
 from poolweb.services.tokens import token_authenticate, token_in_force
 
 
@@ -56,13 +57,16 @@ def session_credential(scope: dict) -> Credential | None:
 
 
 def token_credential(token: str, scope: dict) -> Credential | None:
-    """The active user a bearer token belongs to, noting the use as the REST API does; a wrong
-    token counts against the client's address (``TooManyFailures`` once it has too many)."""
+    """The active user a bearer token belongs to, noting the use as the REST API does. As there,
+    a wrong token counts against the client's address, and while it is throttled every token is
+    refused unchecked (``TooManyFailures``)."""
+    address = scope_address(scope)
+    wait = sign_in_wait(address=address)
+    if wait is not None:
+        raise TooManyFailures(throttled_message(wait), wait)
     found = token_authenticate(token)
     if found is None:
-        wait = sign_in_failed(address=client_address(scope))
-        if wait is not None:
-            raise TooManyFailures(f"too many failed sign-ins from your address; retry in {wait} s", wait)
+        sign_in_failed(address=address)
         return None
     return Credential(found.user.pk, found.user.is_staff, token_id=found.pk)
 
@@ -86,11 +90,6 @@ def _session_signs_in(session_key: str, user_id: int) -> bool:
     # Django's own check, as for a page: the session exists, names the user, and its password hash.
     session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
     return get_user(SimpleNamespace(session=session)).pk == user_id
-
-
-def client_address(scope: dict) -> str:
-    client = scope.get("client")
-    return client[0] if client else "unknown"
 
 
 # --- the origin ----------------------------------------------------------------------------------

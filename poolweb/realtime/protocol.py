@@ -24,7 +24,7 @@ clearest answer. An open stream is closed the same way when what signed it in no
 | 4410 | ``token_revoked`` | the token that signed the stream in was revoked |
 | 4411 | ``signed_out`` | the session that signed the stream in ended (signed out, password changed) |
 | 4413 | ``message_too_large`` | a message above ``MAX_MESSAGE_CHARS`` |
-| 4429 | ``too_many_failures`` | too many failed sign-ins from this address; ``retry_after`` seconds |
+| 4429 | ``too_many_failures`` | too many failed sign-ins from this address, so no token is checked; ``retry_after`` seconds |
 | 1011 | — | an unexpected failure in this connection (logged) |
 """
 

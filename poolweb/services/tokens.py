@@ -8,6 +8,9 @@ import hashlib
 import secrets
 from datetime import timedelta
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -26,12 +29,30 @@ class TokenNotFound(LookupError):
     """No such token, or another user's (for a caller who is not an admin)."""
 
 
+class TooManyTokens(Exception):
+    """The user has ``POOLWEB_MAX_TOKENS_PER_USER`` tokens already."""
+
+    def __init__(self, cap: int) -> None:
+        super().__init__(f"you have {cap} API tokens, the most one may have (POOLWEB_MAX_TOKENS_PER_USER): "
+                         "revoke one you no longer use, then create this one")
+        self.cap = cap
+
+
 def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+@transaction.atomic
 def token_create(*, user, name: str) -> tuple[ApiToken, str]:
-    """A new token for ``user``, and its secret: returned this once and never stored."""
+    """A new token for ``user``, and its secret: returned this once and never stored;
+    ``TooManyTokens`` when ``user`` has the most one may have."""
+    # The owner's row stays locked from the count to the insert, so two creations at the cap
+    # cannot both see room. SQLite ignores FOR UPDATE, but its transactions take the write lock
+    # at BEGIN (IMMEDIATE), which queues them all the same.
+    get_user_model().objects.select_for_update().filter(pk=user.pk).values_list("pk").first()
+    cap = settings.POOLWEB["MAX_TOKENS_PER_USER"]
+    if tokens_held(owner=user) >= cap:
+        raise TooManyTokens(cap)
     token = secrets.token_urlsafe(32)
     row = ApiToken.objects.create(user=user, name=name, digest=digest(token), prefix=token[:8])
     return row, token
@@ -44,6 +65,8 @@ def token_issue(*, user, name: str = COMMAND_NAME) -> str:
 
 def token_authenticate(token: str) -> ApiToken | None:
     """The token of an active user, its use noted; None for an unknown token or inactive user."""
+    if not token.isascii():
+        return None  # a secret is URL-safe base64; a lone surrogate could not even be hashed
     found = request_path.token_with_user(digest(token))
     if found is None or not found.user.is_active:
         return None
@@ -56,6 +79,10 @@ def token_authenticate(token: str) -> ApiToken | None:
 def token_in_force(token_id: int) -> bool:
     """Whether the token still exists (not revoked); an open stream asks this again and again."""
     return ApiToken.objects.filter(pk=token_id).exists()
+
+
+def tokens_held(*, owner) -> int:
+    return ApiToken.objects.filter(user=owner).count()
 
 
 def token_list(*, owner=None) -> QuerySet[ApiToken]:

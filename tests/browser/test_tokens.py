@@ -83,3 +83,17 @@ def test_a_token_needs_a_name_and_the_last_one_revoked_leaves_the_empty_state(vi
     expect(page.get_by_role("heading", name="No tokens yet")).to_be_visible()
     expect(page.get_by_role("table", name="Your tokens")).to_be_hidden()
     assert not ApiToken.objects.exists()
+
+
+def test_at_the_cap_the_page_says_to_revoke_a_token_first(visit, demo, bob):
+    ApiToken.objects.bulk_create(ApiToken(user=bob, name=f"t{n}", digest=f"{n:064x}", prefix=f"{n:08x}")
+                                 for n in range(100))  # the server's POOLWEB_MAX_TOKENS_PER_USER
+    page = visit(bob, "/account/tokens/")
+    expect(page.get_by_text("You may have up to 100.")).to_be_visible()
+
+    page.get_by_label("Token name").fill("one more")
+    button(page, "Create token").click()
+
+    expect(page.get_by_role("alert")).to_contain_text(
+        "you have 100 API tokens, the most one may have (POOLWEB_MAX_TOKENS_PER_USER): revoke one you no longer use")
+    assert ApiToken.objects.count() == 100

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from poolweb.management.users import user_named
-from poolweb.services.tokens import COMMAND_NAME, MAX_NAME, token_issue
+from poolweb.services.tokens import COMMAND_NAME, MAX_NAME, TooManyTokens, token_issue
 
 
 class Command(BaseCommand):
@@ -24,7 +24,11 @@ class Command(BaseCommand):
         user = user_named(username)
         if not name.strip() or len(name) > MAX_NAME or not name.isprintable():
             raise CommandError(f"--name must be 1 to {MAX_NAME} printable characters")
-        token = token_issue(user=user, name=name)
+        try:
+            token = token_issue(user=user, name=name)
+        except TooManyTokens as error:
+            raise CommandError(f"{username} has {error.cap} API tokens, the most one may have "
+                               "(POOLWEB_MAX_TOKENS_PER_USER): revoke one first (revoke_api_token)") from None
         if not user.is_active:
             self.stderr.write(f"warning: {username!r} is inactive; the token works once the account is active")
         self.stdout.write(token)

@@ -68,10 +68,13 @@ def web_server_command(host: str, port: int, processes: int) -> list[str]:
     per-message deflate: events are half a kilobyte, and compressing each for each stream took
     a twentieth of the web process's time with 50 pages open (decision 66). Idle keep-alive
     connections are kept 75 s, not uvicorn's 5: a client polling every few seconds (poolctl,
-    a pipeline) keeps its connection, and its process, instead of a new handshake each time."""
+    a pipeline) keeps its connection, and its process, instead of a new handshake each time.
+    No proxy headers: uvicorn would believe ``X-Forwarded-For`` from 127.0.0.1 whatever
+    ``POOLWEB_TRUSTED_PROXIES`` says; poolweb/addresses.py reads it, from those proxies only
+    (and its ``X-Forwarded-Proto`` too: behind a TLS proxy, ``POOLWEB_CSRF_TRUSTED_ORIGINS``)."""
     return [sys.executable, "-m", "uvicorn", "--host", host, "--port", str(port), "--workers", str(processes),
             "--http", "httptools", "--loop", "uvloop", "--ws", "websockets-sansio", "--ws-per-message-deflate", "false",
-            "--lifespan", "off", "--timeout-keep-alive", "75",
+            "--lifespan", "off", "--timeout-keep-alive", "75", "--no-proxy-headers",
             "--no-access-log", "--timeout-graceful-shutdown", "5", "poolweb.asgi:application"]
 
 

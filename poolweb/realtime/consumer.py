@@ -63,6 +63,7 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
         self.closing = False
         self.chosen = False  # the client has said where the stream starts
         self.sent = False  # something went out: the start can no longer move back
+        self.last_sent = 0  # the seq of the last event sent
         self.started_after = 0  # the seq a stream started "from now" continues after
         # A token client's "now": the newest seq when its connection opened. It re-reads what it
         # follows once the connection is open, before its token is checked, so a change between
@@ -189,14 +190,16 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
 
     async def _catch_up(self, after: int) -> int:
         """Send the kept events after ``after`` this viewer may see; the last seq sent (or, after
-        a resync, the subscription's start, from which the relay's events continue)."""
-        if await database_sync_to_async(outbox.must_resync)(after):
-            self.sent = True
-            await self.send(text_data=protocol.RESYNC)
-            return self.subscription.since
+        a resync, the seq from which the relay's events continue)."""
         while not self.closing:
             read_at = time.monotonic()
-            page = await database_sync_to_async(outbox.events_after)(after, PAGE, self.credential.viewer)
+            # Judged with every page: a prune during the catch-up may take rows not yet read.
+            page = await database_sync_to_async(outbox.missed_events)(after, PAGE, self.credential.viewer)
+            if page is None:
+                self.sent = True
+                await self.send(text_data=protocol.RESYNC)
+                # The relay's events follow, from the subscription's start, never one sent already.
+                return max(self.subscription.since, self.last_sent)
             if page and await self._deliver(page, read_at):
                 after = page[-1].seq
             if len(page) < PAGE:
@@ -213,6 +216,7 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
                 return False
             self.sent = True
             await self.send(text_data=event.text)
+            self.last_sent = event.seq
         return True
 
     async def _still_allowed(self, after: float) -> bool:

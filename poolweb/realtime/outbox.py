@@ -72,10 +72,12 @@ def missed_events(after: int, limit: int, viewer: Viewer) -> list[OutboxEvent] |
 
 def missed(after: int, upto: int, viewer: Viewer) -> bool:
     """Whether a client that saw everything up to ``after`` would miss something it may see if
-    it got only the events after ``upto``: a kept one in between, or one no longer kept."""
-    if must_resync(after):
+    it got only the events after ``upto``: a kept one in between, or one no longer kept. The kept
+    ones are read first: a prune between the two reads then shows in the second, where judged
+    first it would hide what it took."""
+    if _visible(Event.objects.filter(seq__gt=after, seq__lte=upto), viewer).exists():
         return True
-    return _visible(Event.objects.filter(seq__gt=after, seq__lte=upto), viewer).exists()
+    return must_resync(after)
 
 
 def _visible(rows, viewer: Viewer):

@@ -262,6 +262,27 @@ async def test_a_late_resume_that_missed_events_gets_resync_never_an_older_event
 
 
 @in_event_loop
+async def test_a_late_resume_judged_just_before_a_prune_still_gets_resync(no_start_window, monkeypatch, bob):
+    seqs = await write([pool(n) for n in range(3)])
+    stream = await connect(bob)
+    await write([pool(3)])
+    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 3}]
+    judge = outbox.must_resync
+
+    def judge_then_prune(resume_from: int) -> bool:
+        verdict = judge(resume_from)
+        prune_keeping(1)  # 1 and 2, which it missed, go right after the verdict
+        return verdict
+
+    monkeypatch.setattr(outbox, "must_resync", judge_then_prune)
+
+    await stream.send_json_to({"resume_from": seqs[0]})
+
+    assert await receive(stream, 1) == [{"type": "resync"}]
+    await stream.disconnect()
+
+
+@in_event_loop
 async def test_a_late_resume_that_missed_nothing_it_may_see_just_goes_on(no_start_window, bob, carol):
     seqs = await write([pool(1), request_of(carol, 2)])  # carol's is not bob's to see
     stream = await connect(bob)

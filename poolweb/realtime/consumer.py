@@ -86,6 +86,8 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
             self._begin()
 
     async def disconnect(self, code: int) -> None:
+        if not self.closing:  # the client's close: the stream's own refusals and failures set closing
+            log.info("event stream: the client closed the connection (%s)", code)
         self.closing = True
         self._stop_tasks()
         if self.subscription is not None:
@@ -260,6 +262,18 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
         for task in (self.deadline, self.watch, self.pump):
             if task is not None and task is not current:
                 task.cancel()
+
+    async def send(self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False) -> None:
+        """Send; dropped once the client has closed the connection: the server refuses it with an
+        OSError (ASGI websocket spec 2.4) and has queued the disconnect that ends this stream.
+        A client may close at any moment, as an event is on its way too: not a failure."""
+        with contextlib.suppress(OSError):
+            await super().send(text_data, bytes_data, close)
+
+    async def close(self, code: int | None = None, reason: str | None = None) -> None:
+        """Close, unless the client has closed first (as ``send``)."""
+        with contextlib.suppress(OSError):
+            await super().close(code, reason)
 
     async def _refuse(self, error: ProtocolError) -> None:
         if self.closing:

@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import traceback
 from collections.abc import Awaitable, Callable
 
 from channels.db import database_sync_to_async
@@ -100,9 +101,8 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
             await self._handle(protocol.parse(text_data, bytes_data))
         except ProtocolError as error:
             await self._refuse(error)
-        except Exception:
-            log.exception("event stream: handling a client message failed")
-            await self._fail()
+        except Exception as error:
+            await self._fail("handling a client message", error)
 
     async def _handle(self, message: ClientMessage) -> None:
         if self.chosen:
@@ -172,9 +172,8 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
     async def _stream(self, resume_from: int | None) -> None:
         try:
             await self._send_events(resume_from)
-        except Exception:
-            log.exception("event stream: sending events failed")
-            await self._fail()
+        except Exception as error:
+            await self._fail("sending events", error)
 
     async def _send_events(self, resume_from: int | None) -> None:
         subscription = self.subscription
@@ -239,9 +238,8 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
                 await asyncio.sleep(period / 2)
                 if not await self._still_allowed(time.monotonic() - period / 2):
                     return
-        except Exception:
-            log.exception("event stream: checking a stream's rights failed")
-            await self._fail()
+        except Exception as error:
+            await self._fail("checking a stream's rights", error)
 
     def _set_deadline(self, milliseconds: int, action: Callable[[], Awaitable[None]]) -> None:
         async def later() -> None:
@@ -283,9 +281,30 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=error.as_json())
         await self.close(code=error.close_code)
 
-    async def _fail(self) -> None:
+    async def _fail(self, doing: str, error: Exception) -> None:
+        """Close this connection only (1011), logged in one line (``_log_failure``)."""
+        _log_failure(doing, error)
         if not self.closing:
             self.closing = True
             self._stop_tasks()
             with contextlib.suppress(Exception):
                 await self.close(code=INTERNAL_ERROR)
+
+
+# The failures whose traceback this process has logged, each by its type and the lines it was
+# raised through (as many as the code has paths): a client can repeat a failure at will (a
+# reconnect loop while the database is down, a message that meets a bug), and a traceback says
+# nothing new the second time.
+_tracebacks_logged: set[tuple[type, tuple[tuple[str, int], ...]]] = set()
+
+
+def _log_failure(doing: str, error: Exception) -> None:
+    """One line per connection closed on an unexpected failure; the traceback the first time."""
+    path = tuple((frame.filename, frame.lineno) for frame in traceback.extract_tb(error.__traceback__))
+    if (type(error), path) in _tracebacks_logged:
+        first_line = str(error).partition("\n")[0]
+        log.error("event stream: %s failed, closed with 1011: %s: %.200s (traceback logged before)",
+                  doing, type(error).__name__, first_line)
+    else:
+        _tracebacks_logged.add((type(error), path))
+        log.error("event stream: %s failed, closed with 1011", doing, exc_info=error)

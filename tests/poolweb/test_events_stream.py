@@ -13,6 +13,7 @@ from channels.testing import WebsocketCommunicator
 from uvicorn.protocols.utils import ClientDisconnected
 
 from poolweb.asgi import application
+from poolweb.realtime import auth, consumer
 from poolweb.services.tokens import token_issue
 
 from .streams import (  # noqa: F401 (quick_stream is a fixture)
@@ -308,3 +309,25 @@ async def test_a_client_that_closes_is_one_info_line(caplog, bob, while_sending)
     [line] = stream_log(caplog)
     assert (line.levelno, line.exc_info) == (logging.INFO, None)
     assert "closed" in line.getMessage() and "1000" in line.getMessage()
+
+
+@in_event_loop
+async def test_a_failure_a_client_can_repeat_logs_its_traceback_once_then_one_line_per_close(
+        caplog, monkeypatch, bob):
+    monkeypatch.setattr(consumer, "_tracebacks_logged", set())  # as in a new process
+
+    def database_down(token, scope):
+        raise RuntimeError("connection refused\n\tIs the server running on that host?")
+
+    monkeypatch.setattr(auth, "token_credential", database_down)
+
+    for _ in range(3):  # a client that reconnects at once, as clients do
+        stream = await connect()
+        await stream.send_json_to({"token": "any"})
+        assert (await stream.receive_output(TIMEOUT))["code"] == 1011
+        await stream.disconnect()
+
+    lines = stream_log(caplog)
+    assert [line.levelno for line in lines] == [logging.ERROR] * 3
+    assert [line.exc_info is not None for line in lines] == [True, False, False]
+    assert all("\n" not in line.getMessage() and "RuntimeError" in line.getMessage() for line in lines[1:])

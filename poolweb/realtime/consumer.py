@@ -34,6 +34,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import traceback
 from collections.abc import Awaitable, Callable
 
 from channels.db import database_sync_to_async
@@ -63,6 +64,7 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
         self.closing = False
         self.chosen = False  # the client has said where the stream starts
         self.sent = False  # something went out: the start can no longer move back
+        self.last_sent = 0  # the seq of the last event sent
         self.started_after = 0  # the seq a stream started "from now" continues after
         # A token client's "now": the newest seq when its connection opened. It re-reads what it
         # follows once the connection is open, before its token is checked, so a change between
@@ -85,6 +87,8 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
             self._begin()
 
     async def disconnect(self, code: int) -> None:
+        if not self.closing:  # the client's close: the stream's own refusals and failures set closing
+            log.info("event stream: the client closed the connection (%s)", code)
         self.closing = True
         self._stop_tasks()
         if self.subscription is not None:
@@ -97,9 +101,8 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
             await self._handle(protocol.parse(text_data, bytes_data))
         except ProtocolError as error:
             await self._refuse(error)
-        except Exception:
-            log.exception("event stream: handling a client message failed")
-            await self._fail()
+        except Exception as error:
+            await self._fail("handling a client message", error)
 
     async def _handle(self, message: ClientMessage) -> None:
         if self.chosen:
@@ -169,9 +172,8 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
     async def _stream(self, resume_from: int | None) -> None:
         try:
             await self._send_events(resume_from)
-        except Exception:
-            log.exception("event stream: sending events failed")
-            await self._fail()
+        except Exception as error:
+            await self._fail("sending events", error)
 
     async def _send_events(self, resume_from: int | None) -> None:
         subscription = self.subscription
@@ -189,14 +191,16 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
 
     async def _catch_up(self, after: int) -> int:
         """Send the kept events after ``after`` this viewer may see; the last seq sent (or, after
-        a resync, the subscription's start, from which the relay's events continue)."""
-        if await database_sync_to_async(outbox.must_resync)(after):
-            self.sent = True
-            await self.send(text_data=protocol.RESYNC)
-            return self.subscription.since
+        a resync, the seq from which the relay's events continue)."""
         while not self.closing:
             read_at = time.monotonic()
-            page = await database_sync_to_async(outbox.events_after)(after, PAGE, self.credential.viewer)
+            # Judged with every page: a prune during the catch-up may take rows not yet read.
+            page = await database_sync_to_async(outbox.missed_events)(after, PAGE, self.credential.viewer)
+            if page is None:
+                self.sent = True
+                await self.send(text_data=protocol.RESYNC)
+                # The relay's events follow, from the subscription's start, never one sent already.
+                return max(self.subscription.since, self.last_sent)
             if page and await self._deliver(page, read_at):
                 after = page[-1].seq
             if len(page) < PAGE:
@@ -213,6 +217,7 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
                 return False
             self.sent = True
             await self.send(text_data=event.text)
+            self.last_sent = event.seq
         return True
 
     async def _still_allowed(self, after: float) -> bool:
@@ -233,9 +238,8 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
                 await asyncio.sleep(period / 2)
                 if not await self._still_allowed(time.monotonic() - period / 2):
                     return
-        except Exception:
-            log.exception("event stream: checking a stream's rights failed")
-            await self._fail()
+        except Exception as error:
+            await self._fail("checking a stream's rights", error)
 
     def _set_deadline(self, milliseconds: int, action: Callable[[], Awaitable[None]]) -> None:
         async def later() -> None:
@@ -257,6 +261,18 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
             if task is not None and task is not current:
                 task.cancel()
 
+    async def send(self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False) -> None:
+        """Send; dropped once the client has closed the connection: the server refuses it with an
+        OSError (ASGI websocket spec 2.4) and has queued the disconnect that ends this stream.
+        A client may close at any moment, as an event is on its way too: not a failure."""
+        with contextlib.suppress(OSError):
+            await super().send(text_data, bytes_data, close)
+
+    async def close(self, code: int | None = None, reason: str | None = None) -> None:
+        """Close, unless the client has closed first (as ``send``)."""
+        with contextlib.suppress(OSError):
+            await super().close(code, reason)
+
     async def _refuse(self, error: ProtocolError) -> None:
         if self.closing:
             return
@@ -265,9 +281,30 @@ class EventStreamConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=error.as_json())
         await self.close(code=error.close_code)
 
-    async def _fail(self) -> None:
+    async def _fail(self, doing: str, error: Exception) -> None:
+        """Close this connection only (1011), logged in one line (``_log_failure``)."""
+        _log_failure(doing, error)
         if not self.closing:
             self.closing = True
             self._stop_tasks()
             with contextlib.suppress(Exception):
                 await self.close(code=INTERNAL_ERROR)
+
+
+# The failures whose traceback this process has logged, each by its type and the lines it was
+# raised through (as many as the code has paths): a client can repeat a failure at will (a
+# reconnect loop while the database is down, a message that meets a bug), and a traceback says
+# nothing new the second time.
+_tracebacks_logged: set[tuple[type, tuple[tuple[str, int], ...]]] = set()
+
+
+def _log_failure(doing: str, error: Exception) -> None:
+    """One line per connection closed on an unexpected failure; the traceback the first time."""
+    path = tuple((frame.filename, frame.lineno) for frame in traceback.extract_tb(error.__traceback__))
+    if (type(error), path) in _tracebacks_logged:
+        first_line = str(error).partition("\n")[0]
+        log.error("event stream: %s failed, closed with 1011: %s: %.200s (traceback logged before)",
+                  doing, type(error).__name__, first_line)
+    else:
+        _tracebacks_logged.add((type(error), path))
+        log.error("event stream: %s failed, closed with 1011", doing, exc_info=error)

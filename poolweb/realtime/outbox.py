@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import orjson
-from django.db.models import Q
+from django.db.models import Q, Subquery
 
 from poolweb.models import Event
 from poolweb.selectors.events import newest_seq
@@ -45,23 +45,43 @@ class OutboxEvent:
     text: str
 
 
-def events_after(seq: int, limit: int, viewer: Viewer | None = None) -> list[OutboxEvent]:
-    """Up to ``limit`` rows after ``seq`` in seq order; only those ``viewer`` may see, if given."""
-    rows = _visible(Event.objects.filter(seq__gt=seq), viewer)
-    rows = rows.order_by("seq").values_list("seq", "type", "owner_id", "data")[:limit]
+def events_after(seq: int, limit: int) -> list[OutboxEvent]:
+    """Up to ``limit`` rows after ``seq`` in seq order."""
+    rows = Event.objects.filter(seq__gt=seq).order_by("seq").values_list("seq", "type", "owner_id", "data")[:limit]
     return [OutboxEvent(seq, owner_id, message(seq, type, data)) for seq, type, owner_id, data in rows]
+
+
+def missed_events(after: int, limit: int, viewer: Viewer) -> list[OutboxEvent] | None:
+    """What a client that saw everything up to ``after`` missed, a page at a time: up to ``limit``
+    rows after ``after`` that ``viewer`` may see, in seq order; None when it must resync instead.
+
+    A prune may run at any moment of a catch-up, so the oldest kept seq is read in the same
+    statement as the rows: no prune can fall between the verdict and the rows it vouches for.
+    A page with no rows carries no verdict; ``must_resync`` is asked right after, where a prune
+    can only cause a needless resync, never a silent loss."""
+    oldest = Event.objects.order_by("seq").values("seq")[:1]
+    rows = _visible(Event.objects.filter(seq__gt=after), viewer).annotate(oldest=Subquery(oldest))
+    rows = list(rows.order_by("seq").values_list("oldest", "seq", "type", "owner_id", "data")[:limit])
+    if not rows:
+        return None if must_resync(after) else []
+    oldest_kept = rows[0][0]
+    if oldest_kept > after + 1:  # the resync rule, as must_resync applies it
+        return None
+    return [OutboxEvent(seq, owner_id, message(seq, type, data)) for _, seq, type, owner_id, data in rows]
 
 
 def missed(after: int, upto: int, viewer: Viewer) -> bool:
     """Whether a client that saw everything up to ``after`` would miss something it may see if
-    it got only the events after ``upto``: a kept one in between, or one no longer kept."""
-    if must_resync(after):
+    it got only the events after ``upto``: a kept one in between, or one no longer kept. The kept
+    ones are read first: a prune between the two reads then shows in the second, where judged
+    first it would hide what it took."""
+    if _visible(Event.objects.filter(seq__gt=after, seq__lte=upto), viewer).exists():
         return True
-    return _visible(Event.objects.filter(seq__gt=after, seq__lte=upto), viewer).exists()
+    return must_resync(after)
 
 
-def _visible(rows, viewer: Viewer | None):
-    if viewer is None or viewer.is_admin:
+def _visible(rows, viewer: Viewer):
+    if viewer.is_admin:
         return rows
     return rows.filter(Q(owner__isnull=True) | Q(owner_id=viewer.user_id))
 

@@ -71,13 +71,14 @@ def _session_cookie(user) -> bytes:
 
 
 async def connect(user=None, *, origin: bytes | None = b"http://testserver", host: bytes = b"testserver",
-                  path: str = "/ws/events/", extra: list[tuple[bytes, bytes]] = ()):
+                  path: str = "/ws/events/", extra: list[tuple[bytes, bytes]] = (), app=application):
     """A connected communicator, signed in by ``user``'s session (anonymous when None), opened
-    from a page of ``origin`` (None: a program, which sends no Origin) on a server at ``host``."""
+    from a page of ``origin`` (None: a program, which sends no Origin) on a server at ``host``;
+    ``app`` wraps the application to play a server's part."""
     headers = [(b"host", host), *extra] + ([(b"origin", origin)] if origin is not None else [])
     if user is not None:
         headers.append((b"cookie", await database_sync_to_async(_session_cookie)(user)))
-    communicator = WebsocketCommunicator(application, path, headers=headers)
+    communicator = WebsocketCommunicator(app, path, headers=headers)
     connected, _ = await communicator.connect(timeout=TIMEOUT)
     assert connected
     return communicator

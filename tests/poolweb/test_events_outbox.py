@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from poolweb import sql
 from poolweb.models import Event
-from poolweb.realtime.outbox import Viewer, events_after, must_resync, newest_seq
+from poolweb.realtime.outbox import Viewer, events_after, missed_events, must_resync, newest_seq
 from poolweb.services.events import POOL_UPDATED, REQUEST_UPDATED, publish
 
 pytestmark = pytest.mark.django_db
@@ -71,8 +71,8 @@ def test_missed_events_are_read_in_seq_order_and_filtered_for_the_viewer(bob, ca
     written(1)
     written(1, owner=bob)
 
-    bobs = events_after(start, 10, Viewer(user_id=bob.pk, is_admin=False))
-    admins = events_after(start, 10, Viewer(user_id=0, is_admin=True))
+    bobs = missed_events(start, 10, Viewer(user_id=bob.pk, is_admin=False))
+    admins = missed_events(start, 10, Viewer(user_id=0, is_admin=True))
 
     assert [event.owner_id for event in bobs] == [None, bob.pk]
     assert [event.seq for event in admins] == sorted(event.seq for event in admins) and len(admins) == 4

@@ -3,15 +3,20 @@ resume point arrives."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from channels.db import database_sync_to_async
 from django.utils import timezone
 
+from poolweb.realtime import outbox
+from poolweb.realtime.consumer import EventStreamConsumer
+from poolweb.realtime.relay import current_relay
 from poolweb.services.events import prune
 from poolweb.services.tokens import token_issue
 
 from .streams import (  # noqa: F401 (quick_stream is a fixture)
-    connect, in_event_loop, nothing_more, payloads, pool, quick_stream, receive, refusal, request_of, write,
+    TIMEOUT, connect, in_event_loop, nothing_more, payloads, pool, quick_stream, receive, refusal, request_of, write,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -119,6 +124,102 @@ async def test_a_slow_client_catches_up_from_the_outbox_without_a_gap(settings, 
     await stream.disconnect()
 
 
+# -- a prune while a client catches up ------------------------------------------------------------
+
+
+def prune_keeping(keep: int) -> None:
+    """The periodic pass's prune, with every row old enough: all but the newest ``keep`` go."""
+    prune(timezone.now() + timezone.timedelta(hours=1), keep=keep)
+
+
+@pytest.fixture
+def prune_after_page(monkeypatch):
+    """Pages of two rows; ``prune_after_page(n, keep)`` prunes once the ``n``-th page is sent, before
+    the next is read."""
+    monkeypatch.setattr("poolweb.realtime.consumer.PAGE", 2)
+
+    def arrange(page: int, keep: int) -> None:
+        deliver, sent = EventStreamConsumer._deliver, []
+
+        async def deliver_then_prune(self, events, read_at):
+            delivered = await deliver(self, events, read_at)
+            sent.append(events)
+            if len(sent) == page:
+                await database_sync_to_async(prune_keeping)(keep)
+            return delivered
+
+        monkeypatch.setattr(EventStreamConsumer, "_deliver", deliver_then_prune)
+
+    return arrange
+
+
+async def relayed(seq: int) -> None:
+    """Once this process's relay has read up to ``seq`` (it polls every few milliseconds)."""
+    relay = current_relay()
+    async with asyncio.timeout(TIMEOUT):
+        while relay.cursor < seq:
+            await asyncio.sleep(0.005)
+
+
+def numbers(messages: list[dict]) -> list[int | str]:
+    return [message["data"]["n"] if "data" in message else message["type"] for message in messages]
+
+
+@in_event_loop
+async def test_a_prune_between_pages_of_a_catch_up_gives_resync_never_a_gap(settings, prune_after_page, bob):
+    settings.EVENT_STREAM = {**settings.EVENT_STREAM, "START_MS": 60_000}
+    seqs = await write([pool(n) for n in range(6)])
+    stream = await connect(bob)
+    later = await write([pool(n) for n in range(6, 10)])
+    await relayed(later[-1])  # after the subscription: the relay holds them for the stream
+    prune_after_page(3, keep=2)  # after 5 and 6, only 8 and 9 are kept
+
+    await stream.send_json_to({"resume_from": seqs[0]})
+
+    # 7 was pruned before the catch-up read it: resync, then the relay's events after the last
+    # one sent (never 6 again).
+    assert numbers(await receive(stream, 10)) == [1, 2, 3, 4, 5, 6, "resync", 7, 8, 9]
+    assert await nothing_more(stream)
+    await stream.disconnect()
+
+
+@in_event_loop
+async def test_a_prune_just_before_the_first_page_is_read_gives_resync(monkeypatch, bob):
+    seqs = await write([pool(n) for n in range(5)])
+    visible, pruned = outbox._visible, []
+
+    def prune_then_select(rows, viewer):
+        # As a stream builds its read of the rows it may see (not the relay's read of every row):
+        # after whatever it judged before, before the rows are read.
+        if viewer is not None and not pruned:
+            pruned.append(prune_keeping(2))  # 1 and 2 go
+        return visible(rows, viewer)
+
+    monkeypatch.setattr(outbox, "_visible", prune_then_select)
+    stream = await connect(bob)
+
+    await stream.send_json_to({"resume_from": seqs[0]})
+
+    assert await receive(stream, 1) == [{"type": "resync"}]
+    await write([pool(9)])
+    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 9}]
+    await stream.disconnect()
+
+
+@in_event_loop
+async def test_a_prune_while_a_slow_client_catches_up_gives_resync_never_a_gap(settings, prune_after_page, bob):
+    settings.EVENT_STREAM = {**settings.EVENT_STREAM, "CLIENT_BUFFER": 3, "START_MS": 10_000}
+    stream = await connect(bob)
+    await write([pool(n) for n in range(10)])
+    prune_after_page(1, keep=5)  # after 0 and 1, only 5 to 9 are kept
+
+    await stream.send_json_to({"resume_from": None})
+
+    assert numbers(await receive(stream, 3)) == [0, 1, "resync"]
+    await write([pool(10)])
+    assert numbers(await receive(stream, 1)) == [10]
+    assert await nothing_more(stream)
+    await stream.disconnect()
 
 
 # -- a resume point after the start window (a slow link) -----------------------------------------
@@ -157,6 +258,27 @@ async def test_a_late_resume_that_missed_events_gets_resync_never_an_older_event
     assert await receive(stream, 1) == [{"type": "resync"}]
     await write([pool(4)])
     assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 4}]
+    await stream.disconnect()
+
+
+@in_event_loop
+async def test_a_late_resume_judged_just_before_a_prune_still_gets_resync(no_start_window, monkeypatch, bob):
+    seqs = await write([pool(n) for n in range(3)])
+    stream = await connect(bob)
+    await write([pool(3)])
+    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 3}]
+    judge = outbox.must_resync
+
+    def judge_then_prune(resume_from: int) -> bool:
+        verdict = judge(resume_from)
+        prune_keeping(1)  # 1 and 2, which it missed, go right after the verdict
+        return verdict
+
+    monkeypatch.setattr(outbox, "must_resync", judge_then_prune)
+
+    await stream.send_json_to({"resume_from": seqs[0]})
+
+    assert await receive(stream, 1) == [{"type": "resync"}]
     await stream.disconnect()
 
 

@@ -4,11 +4,16 @@ stream is open in test_events_rights.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
+from uvicorn.protocols.utils import ClientDisconnected
 
 from poolweb.asgi import application
+from poolweb.realtime import auth, consumer
 from poolweb.services.tokens import token_issue
 
 from .streams import (  # noqa: F401 (quick_stream is a fixture)
@@ -266,3 +271,63 @@ async def test_a_token_client_gets_what_changed_between_its_connection_opening_a
     assert payloads(await receive(stream, 1)) == [{"id": 2, "owner": "bob"}]
     assert await nothing_more(stream)
     await stream.disconnect()
+
+
+# -- closing ------------------------------------------------------------------------------------
+
+
+def stream_log(caplog) -> list[logging.LogRecord]:
+    return [record for record in caplog.records if record.name.startswith("poolweb.realtime")]
+
+
+@pytest.mark.parametrize("while_sending", [False, True])
+@in_event_loop
+async def test_a_client_that_closes_is_one_info_line(caplog, bob, while_sending):
+    caplog.set_level(logging.INFO, logger="poolweb.realtime")
+    gone, refused = False, asyncio.Event()
+
+    async def server(scope, receive, send):
+        async def send_unless_gone(message):
+            if gone:  # as uvicorn does once the client's close has come: the disconnect is queued
+                refused.set()
+                raise ClientDisconnected()
+            await send(message)
+
+        await application(scope, receive, send_unless_gone)
+
+    stream = await connect(bob, app=server)
+    await stream.send_json_to({"resume_from": None})
+    if while_sending:  # the client closes as an event is on its way: the send is refused
+        gone = True
+        await write([pool(1)])
+        async with asyncio.timeout(TIMEOUT):
+            await refused.wait()
+
+    await stream.send_input({"type": "websocket.disconnect", "code": 1000})
+    await stream.wait(TIMEOUT)
+
+    [line] = stream_log(caplog)
+    assert (line.levelno, line.exc_info) == (logging.INFO, None)
+    assert "closed" in line.getMessage() and "1000" in line.getMessage()
+
+
+@in_event_loop
+async def test_a_failure_a_client_can_repeat_logs_its_traceback_once_then_one_line_per_close(
+        caplog, monkeypatch, bob):
+    monkeypatch.setattr(consumer, "_tracebacks_logged", set())  # as in a new process
+
+    def database_down(token, scope):
+        raise RuntimeError("connection refused\n\tIs the server running on that host?")
+
+    monkeypatch.setattr(auth, "token_credential", database_down)
+
+    for _ in range(3):  # a client that reconnects at once, as clients do
+        stream = await connect()
+        await stream.send_json_to({"token": "any"})
+        assert (await stream.receive_output(TIMEOUT))["code"] == 1011
+        await stream.disconnect()
+
+    lines = stream_log(caplog)
+    assert [line.levelno for line in lines] == [logging.ERROR] * 3
+    assert [line.exc_info is not None for line in lines] == [True, False, False]
+    assert all("\n" not in line.getMessage() and "RuntimeError" in line.getMessage() for line in lines[1:])

@@ -68,6 +68,8 @@ MIDDLEWARE = [
 AUTHENTICATION_BACKENDS = ["poolweb.accounts.ThrottledModelBackend"]
 
 ROOT_URLCONF = "poolweb.urls"
+# A refused CSRF check is JSON under /api/ like Django's other errors there (poolweb/urls.py's handlers).
+CSRF_FAILURE_VIEW = "poolweb.error_views.csrf_failure"
 ASGI_APPLICATION = "poolweb.asgi.application"
 WSGI_APPLICATION = "poolweb.wsgi.application"
 

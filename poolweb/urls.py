@@ -4,7 +4,6 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.permissions import AllowAny
 
-from poolweb.api.errors import unknown_path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -15,6 +14,12 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[AllowAny]),
          name="api-docs"),
     re_path(r"^api(/v1)?/?$", RedirectView.as_view(url="/api/v1/")),
-    re_path(r"^api/(?P<path>.*)$", unknown_path),  # a JSON 404, as the API's own
     path("", include("poolweb.console.urls")),
 ]
+
+# Django's own answers (a foreign Host, a path no route takes, a bug, a database that is down):
+# JSON under /api/, the console's pages elsewhere.
+handler400 = "poolweb.error_views.bad_request"
+handler403 = "poolweb.error_views.permission_denied"
+handler404 = "poolweb.error_views.page_not_found"
+handler500 = "poolweb.error_views.server_error"

@@ -1,0 +1,88 @@
+"""What Django answers before or outside DRF (poolweb/error_views.py): JSON for every status under
+/api/, the console's pages elsewhere."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from poolweb.api import live
+from poolweb.console import queue_views
+from poolweb.services.tokens import token_issue
+
+pytestmark = pytest.mark.django_db
+
+FOREIGN_HOST = {"Host": "evil.example"}
+
+
+def anyone(**headers: str) -> Client:
+    """A client that gets what Django sends for a 500, as a browser does, not the exception behind it."""
+    return Client(raise_request_exception=False, headers=headers)
+
+
+def signed_in(user) -> Client:
+    client = anyone()
+    client.force_login(user)
+    return client
+
+
+def with_token(user) -> Client:
+    return anyone(Authorization=f"Bearer {token_issue(user=user)}")
+
+
+def json_of(response, status: int) -> dict:
+    assert (response.status_code, response["Content-Type"]) == (status, "application/json"), response.content[:300]
+    return response.json()
+
+
+def console_page(response, status: int) -> str:
+    html = response.content.decode()
+    assert response.status_code == status and 'class="empty-state"' in html, html[:300]
+    return html
+
+
+def request_log(caplog) -> list:
+    return [record for record in caplog.records if record.name == "django.request"]
+
+
+def broken(*args, **kwargs):
+    raise ZeroDivisionError("a bug")
+
+
+def test_a_foreign_host_is_a_json_400_under_the_api_and_the_console_s_page_elsewhere():
+    assert "Host" in json_of(anyone().get("/api/v1/pools", headers=FOREIGN_HOST), 400)["detail"]
+    console_page(anyone().get("/queues/", headers=FOREIGN_HOST), 400)
+
+
+def test_two_thousand_query_parameters_are_a_json_400(bob):
+    query = "&".join(f"p{n}=1" for n in range(2000))
+
+    response = with_token(bob).get(f"/api/v1/requests?{query}")
+
+    assert "parameters" in json_of(response, 400)["detail"]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/x%0Ay", "/api/v1/requests/1%0A2"])
+def test_a_path_no_route_takes_is_a_json_404_even_with_a_newline_in_it(bob, path):
+    assert "there is no API path" in json_of(signed_in(bob).get(path), 404)["detail"]
+
+
+def test_a_write_the_csrf_check_refuses_is_a_json_403_under_the_api(bob):
+    client = Client(enforce_csrf_checks=True, raise_request_exception=False)
+    client.force_login(bob)
+
+    assert "CSRF" in json_of(client.post("/api/"), 403)["detail"]
+
+
+def test_a_bug_in_an_api_view_is_a_json_500_and_the_log_keeps_its_traceback(provisioned, bob, monkeypatch, caplog):
+    monkeypatch.setattr(live, "pool_states", broken)
+
+    assert "detail" in json_of(with_token(bob).get("/api/v1/pools"), 500)
+    [record] = request_log(caplog)
+    assert record.exc_info[0] is ZeroDivisionError
+
+
+def test_a_bug_in_a_console_view_is_the_console_s_500_page(provisioned, bob, monkeypatch):
+    monkeypatch.setattr(queue_views, "pool_states", broken)
+
+    console_page(signed_in(bob).get("/queues/"), 500)

@@ -230,12 +230,14 @@ EVENT_STREAM = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"without_traceback": {"()": "poolweb.logs.WithoutTraceback"}},
+    "filters": {"without_traceback": {"()": "poolweb.logs.WithoutTraceback"},
+                "traceback_only_for_bugs": {"()": "poolweb.logs.TracebackOnlyForBugs"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler"},
         # A bad Host header (DisallowedHost) and the like: one line each, not a traceback.
         "security": {"class": "logging.StreamHandler", "filters": ["without_traceback"]},
     },
-    "loggers": {"django.security": {"handlers": ["security"], "propagate": False}},
+    "loggers": {"django.security": {"handlers": ["security"], "propagate": False},
+                "django.request": {"filters": ["traceback_only_for_bugs"]}},
     "root": {"handlers": ["console"], "level": env_str("POOLWEB_LOG_LEVEL", "INFO")},
 }

@@ -1,5 +1,6 @@
 """What Django answers before or outside DRF (poolweb/error_views.py): JSON for every status under
-/api/, the console's pages elsewhere."""
+/api/, the console's pages elsewhere; and the log keeps a traceback for a 500 only, a refusal
+being one line."""
 
 from __future__ import annotations
 
@@ -86,3 +87,11 @@ def test_a_bug_in_a_console_view_is_the_console_s_500_page(provisioned, bob, mon
     monkeypatch.setattr(queue_views, "pool_states", broken)
 
     console_page(signed_in(bob).get("/queues/"), 500)
+
+
+def test_a_refused_console_page_is_one_line_in_the_log(provisioned, bob, caplog):
+    console_page(signed_in(bob).get("/versions/"), 403)
+
+    [record] = request_log(caplog)
+    assert record.exc_info is None and "only administrators may see this page" in record.getMessage()
+    assert "\n" not in record.getMessage()

@@ -1,19 +1,29 @@
 """The answers Django gives itself, outside DRF (``handler400`` … ``handler500`` in poolweb/urls.py
 and ``CSRF_FAILURE_VIEW``): a foreign Host, too many query parameters, a path no route takes, a
-refused CSRF check, a bug.
+refused CSRF check, a bug, a database that is down.
 
 Under /api/ each is JSON ``{"detail": …}``, as the API's own errors; elsewhere the console's page
-(templates/4xx.html, 500.html).
+(templates/4xx.html, 500.html, 503.html). A database that is down or restarting is a 503 with
+``Retry-After`` on both: the client did nothing wrong and may try again shortly.
 """
 
 from __future__ import annotations
 
+import sys
+
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, RequestDataTooBig, TooManyFieldsSent
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template import loader
 from django.views import csrf, defaults
 
 from poolweb.api.errors import echo
+
+# What a database that is down, restarting or dropped the connection raises (a lock timeout on
+# SQLite too): worth a retry, not a traceback.
+DATABASE_DOWN = (OperationalError, InterfaceError)
+RETRY_AFTER_SECONDS = 5
 
 
 def is_api(request: HttpRequest) -> bool:
@@ -49,9 +59,22 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    # Django calls this while it handles the exception, so sys.exc_info() is the error behind it.
+    if isinstance(sys.exc_info()[1], DATABASE_DOWN):
+        return database_unavailable(request)
     if not is_api(request):
         return defaults.server_error(request)
     return _detail(500, "an error on the server's side; it is logged")
+
+
+def database_unavailable(request: HttpRequest) -> HttpResponse:
+    """503; the page is rendered without the request, whose user and session would need the database."""
+    if is_api(request):
+        response = _detail(503, "the database is unavailable; try again shortly")
+    else:
+        response = HttpResponse(loader.render_to_string("503.html"), status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:

@@ -18,8 +18,8 @@ class WithoutTraceback(logging.Filter):
 class TracebackOnlyForBugs(logging.Filter):
     """``django.request`` logs a refused request (a member opening an admin's page: 403) with its
     exception's traceback, so anyone could grow the log thirty lines a request. A client's error
-    (4xx) is one line that ends with the error's own first line; a 500 is a bug and keeps its
-    traceback."""
+    (4xx) and a database that is down (503, poolweb/error_views.py) are one line that ends with
+    the error's own first line; a 500 is a bug and keeps its traceback."""
 
     REASON = 200  # characters of the error's message kept
 

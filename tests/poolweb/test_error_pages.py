@@ -1,17 +1,22 @@
 """What Django answers before or outside DRF (poolweb/error_views.py): JSON for every status under
-/api/, the console's pages elsewhere; and the log keeps a traceback for a 500 only, a refusal
-being one line."""
+/api/, the console's pages elsewhere; a database that is down is a 503 with Retry-After, not a
+500; and the log keeps a traceback for a 500 only, a refusal being one line."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+
 import pytest
+from django.db import connection
 from django.test import Client
 
 from poolweb.api import live
 from poolweb.console import queue_views
+from poolweb.ports import free_port
 from poolweb.services.tokens import token_issue
 
 pytestmark = pytest.mark.django_db
+postgres_only = pytest.mark.skipif("connection.vendor != 'postgresql'", reason="terminates a PostgreSQL backend")
 
 FOREIGN_HOST = {"Host": "evil.example"}
 
@@ -95,3 +100,70 @@ def test_a_refused_console_page_is_one_line_in_the_log(provisioned, bob, caplog)
     [record] = request_log(caplog)
     assert record.exc_info is None and "only administrators may see this page" in record.getMessage()
     assert "\n" not in record.getMessage()
+
+
+@pytest.fixture
+def stop_database(transactional_db, tmp_path) -> Iterator[Callable[[], None]]:
+    """Makes the database unreachable, as while PostgreSQL restarts (a port nobody listens on) or
+    SQLite's file cannot be opened (its folder is gone); restored afterwards."""
+    saved = dict(connection.settings_dict)
+
+    def stop() -> None:
+        connection.close()
+        if connection.vendor == "postgresql":
+            connection.settings_dict.update(HOST="127.0.0.1", PORT=str(free_port()))
+        else:
+            connection.settings_dict["NAME"] = str(tmp_path / "gone" / "poolweb.sqlite3")
+
+    yield stop
+    connection.close()
+    connection.settings_dict.update(saved)
+
+
+def assert_one_line_about_the_database(caplog) -> None:
+    [record] = request_log(caplog)
+    assert record.exc_info is None and "OperationalError" in record.getMessage()
+
+
+def test_a_database_that_is_down_is_a_json_503_with_retry_after_under_the_api(bob, stop_database, caplog):
+    client = with_token(bob)
+    stop_database()
+
+    response = client.get("/api/v1/pools")
+
+    assert "database" in json_of(response, 503)["detail"]
+    assert int(response["Retry-After"]) > 0
+    assert_one_line_about_the_database(caplog)
+
+
+def test_a_database_that_is_down_is_a_short_503_page_on_the_console(bob, stop_database, caplog):
+    client = signed_in(bob)
+    stop_database()
+
+    response = client.get("/queues/")
+
+    assert "unavailable" in console_page(response, 503) and int(response["Retry-After"]) > 0
+    assert_one_line_about_the_database(caplog)
+
+
+@postgres_only
+def test_a_connection_postgresql_dropped_is_a_json_503(transactional_db, bob, caplog):
+    client = with_token(bob)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        [backend] = cursor.fetchone()
+    other = connection.copy()
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [backend])
+    finally:
+        other.close()
+
+    try:
+        response = client.get("/api/v1/pools")
+    finally:
+        connection.close()
+
+    json_of(response, 503)
+    [record] = request_log(caplog)
+    assert record.exc_info is None

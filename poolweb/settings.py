@@ -14,6 +14,7 @@ from pathlib import Path
 import dj_database_url
 
 from poolweb.env import env_bool, env_choice, env_int, env_str
+from poolweb.private_files import open_private, private_directory, tighten
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("POOLWEB_DATA_DIR", str(BASE_DIR / "var")))
@@ -24,11 +25,12 @@ def _secret_key() -> str:
     configured = env_str("POOLWEB_SECRET_KEY")
     if configured:
         return configured
+    private_directory(DATA_DIR)
     path = DATA_DIR / "secret_key"
     if not path.exists():
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        with os.fdopen(open_private(path, os.O_WRONLY), "w") as file:
+            file.write(secrets.token_urlsafe(50))
+    tighten(path)
     return path.read_text().strip()
 
 
@@ -97,7 +99,7 @@ def _database() -> dict:
     if url:
         database = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
     else:
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        private_directory(DATA_DIR)
         database = {"ENGINE": "poolweb.sqlite", "NAME": DATA_DIR / "poolweb.sqlite3"}
     if database["ENGINE"] == "django.db.backends.sqlite3":  # a sqlite:/// URL
         database["ENGINE"] = "poolweb.sqlite"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import threading
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,8 @@ from django.db import connection
 from rest_framework.utils.encoders import JSONEncoder
 
 from poolweb.models import Event, Request as RequestRow, RequestChange
+from poolweb.private_files import open_private
+from poolweb.sqlite.base import PASS_LOCK_FILE
 
 CHUNK = 2000  # values per IN (…): below every database's limit of bound parameters
 OUTBOX_LOCK = 0x706F_6F6C_0001  # pg_advisory_xact_lock keys: the outbox writers,
@@ -201,9 +204,12 @@ def pass_lock() -> Iterator[None]:
 @contextmanager
 def _acquired() -> Iterator[None]:
     if connection.vendor != "postgresql":
-        with open(f"{connection.settings_dict['NAME']}.pass-lock", "a") as file:
-            fcntl.flock(file, fcntl.LOCK_EX)
-            yield  # closing the file lets go
+        lock = open_private(f"{connection.settings_dict['NAME']}{PASS_LOCK_FILE}")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(lock)  # closing lets go
         return
     in_transaction = connection.in_atomic_block
     with connection.cursor() as cursor:

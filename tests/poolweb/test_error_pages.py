@@ -73,6 +73,16 @@ def test_a_path_no_route_takes_is_a_json_404_even_with_a_newline_in_it(bob, path
     assert "there is no API path" in json_of(signed_in(bob).get(path), 404)["detail"]
 
 
+def test_a_form_too_large_for_the_csrf_check_to_read_is_a_json_413_under_the_api(settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    client = Client(enforce_csrf_checks=True, raise_request_exception=False)
+    client.cookies["csrftoken"] = "t" * 32  # so that the check reads the form for its token
+
+    response = client.post("/api/", {"field": "x" * 2000})
+
+    assert "larger than 1000 bytes" in json_of(response, 413)["detail"]
+
+
 def test_a_write_the_csrf_check_refuses_is_a_json_403_under_the_api(bob):
     client = Client(enforce_csrf_checks=True, raise_request_exception=False)
     client.force_login(bob)

@@ -25,13 +25,17 @@ from django.urls import set_script_prefix  # noqa: E402
 class StaticFiles(ASGIStaticFilesHandler):
     """The admin's and the API docs' static files from the same process (`make run` needs no
     web server in front). A path that climbs out of the static directories (``..%2f``) is a
-    file that is not there: 404, not Django's SuspiciousFileOperation as a 500."""
+    file that is not there: 404, not Django's SuspiciousFileOperation as a 500. A file is
+    served outside the middleware, so ``nosniff`` is added here: a browser takes it for the type
+    its name gives, never guessing a script or a page from its content."""
 
     def serve(self, request):
         try:
-            return super().serve(request)
+            response = super().serve(request)
         except SuspiciousFileOperation:
             raise Http404("no such static file") from None
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
 
 
 class OneHop(ASGIHandler):

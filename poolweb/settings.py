@@ -7,36 +7,78 @@ SQLite by default so a checkout runs with no setup; ``DATABASE_URL`` switches to
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import tempfile
 from pathlib import Path
 
 import dj_database_url
+from django.core.checks.security.base import (
+    SECRET_KEY_INSECURE_PREFIX, SECRET_KEY_MIN_LENGTH, SECRET_KEY_MIN_UNIQUE_CHARACTERS,
+)
 
-from poolweb.env import env_bool, env_choice, env_int, env_mail_server, env_networks, env_str
+from poolweb.env import ImproperlyConfigured, env_bool, env_choice, env_int, env_mail_server, env_networks, env_str
+from poolweb.private_files import open_private, private_directory, tighten
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("POOLWEB_DATA_DIR", str(BASE_DIR / "var")))
+DEBUG = env_bool("POOLWEB_DEBUG", False)
+
+
+def _refuse_a_weak_key(key: str) -> None:
+    """Anyone who knows or guesses the key can sign a session cookie as an admin. Django's deploy
+    check only warns; outside development (POOLWEB_DEBUG) Poolweb does not start with a key set in
+    POOLWEB_SECRET_KEY below that check's bar (the key it generates is well above it)."""
+    if (len(key) < SECRET_KEY_MIN_LENGTH or len(set(key)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS
+            or key.startswith(SECRET_KEY_INSECURE_PREFIX)):
+        raise ImproperlyConfigured(
+            f"POOLWEB_SECRET_KEY is too weak: it needs {SECRET_KEY_MIN_LENGTH} characters or more, "
+            f"{SECRET_KEY_MIN_UNIQUE_CHARACTERS} of them different, and not Django's {SECRET_KEY_INSECURE_PREFIX!r} "
+            "example; unset it to use the key generated in the data directory (POOLWEB_DEBUG=on accepts any)")
 
 
 def _secret_key() -> str:
     """POOLWEB_SECRET_KEY, or one generated once and kept in the data directory."""
     configured = env_str("POOLWEB_SECRET_KEY")
     if configured:
+        if not DEBUG:
+            _refuse_a_weak_key(configured)
         return configured
+    private_directory(DATA_DIR)
     path = DATA_DIR / "secret_key"
     if not path.exists():
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        with os.fdopen(open_private(path, os.O_WRONLY), "w") as file:
+            file.write(secrets.token_urlsafe(50))
+    tighten(path)
     return path.read_text().strip()
 
 
 SECRET_KEY = _secret_key()
-DEBUG = env_bool("POOLWEB_DEBUG", False)
 # The tests add Django's "testserver" themselves (pytest-django's test environment).
 ALLOWED_HOSTS = [h.strip() for h in env_str("POOLWEB_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]").split(",") if h.strip()]
 CSRF_TRUSTED_ORIGINS = [o.strip() for o in env_str("POOLWEB_CSRF_TRUSTED_ORIGINS").split(",") if o.strip()]
+
+
+def _proxy_tls_header() -> tuple[str, str] | None:
+    """POOLWEB_PROXY_TLS_HEADER names the header a TLS proxy sets to ``https`` (``X-Forwarded-Proto``):
+    Django then takes such a request as made over HTTPS. Only behind a proxy that sets or strips it
+    on every request, or a client could say so itself."""
+    header = env_str("POOLWEB_PROXY_TLS_HEADER").strip()
+    if not header:
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9-]+", header):
+        raise ImproperlyConfigured(f"POOLWEB_PROXY_TLS_HEADER must be a header's name, not {header!r}")
+    return "HTTP_" + header.upper().replace("-", "_"), "https"
+
+
+# Served over HTTPS (README, "Running in production"): cookies that never travel in the clear,
+# HTTP redirected to HTTPS, and browsers told to use nothing else (HSTS, up to two years).
+SECURE_PROXY_SSL_HEADER = _proxy_tls_header()
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("POOLWEB_SECURE_COOKIES", False)
+SECURE_SSL_REDIRECT = env_bool("POOLWEB_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("POOLWEB_HSTS_SECONDS", 0, minimum=0, maximum=2 * 365 * 86400)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("POOLWEB_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("POOLWEB_HSTS_PRELOAD", False)
 
 INSTALLED_APPS = [
     "daphne",
@@ -56,6 +98,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "poolweb.content_policy.ContentSecurityPolicy",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -68,6 +111,8 @@ MIDDLEWARE = [
 AUTHENTICATION_BACKENDS = ["poolweb.accounts.ThrottledModelBackend"]
 
 ROOT_URLCONF = "poolweb.urls"
+# A refused CSRF check is JSON under /api/ like Django's other errors there (poolweb/urls.py's handlers).
+CSRF_FAILURE_VIEW = "poolweb.error_views.csrf_failure"
 ASGI_APPLICATION = "poolweb.asgi.application"
 WSGI_APPLICATION = "poolweb.wsgi.application"
 
@@ -101,7 +146,7 @@ def _database() -> dict:
     if url:
         database = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
     else:
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        private_directory(DATA_DIR)
         database = {"ENGINE": "poolweb.sqlite", "NAME": DATA_DIR / "poolweb.sqlite3"}
     if database["ENGINE"] == "django.db.backends.sqlite3":  # a sqlite:/// URL
         database["ENGINE"] = "poolweb.sqlite"
@@ -254,12 +299,14 @@ EVENT_STREAM = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"without_traceback": {"()": "poolweb.logs.WithoutTraceback"}},
+    "filters": {"without_traceback": {"()": "poolweb.logs.WithoutTraceback"},
+                "traceback_only_for_bugs": {"()": "poolweb.logs.TracebackOnlyForBugs"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler"},
         # A bad Host header (DisallowedHost) and the like: one line each, not a traceback.
         "security": {"class": "logging.StreamHandler", "filters": ["without_traceback"]},
     },
-    "loggers": {"django.security": {"handlers": ["security"], "propagate": False}},
+    "loggers": {"django.security": {"handlers": ["security"], "propagate": False},
+                "django.request": {"filters": ["traceback_only_for_bugs"]}},
     "root": {"handlers": ["console"], "level": env_str("POOLWEB_LOG_LEVEL", "INFO")},
 }

@@ -1,11 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import AllowAny
 
 from poolweb.accounts import account_paths
-from poolweb.api.errors import unknown_path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -13,9 +12,17 @@ urlpatterns = [
     path("api/v1/", include("poolweb.api.urls")),
     # The contract is public; every endpoint it describes still asks who is calling.
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[AllowAny]),
+    # Swagger UI with its settings as a script of their own (?script), not inline: the page's policy
+    # lets no inline script run (poolweb/content_policy.py).
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema", permission_classes=[AllowAny]),
          name="api-docs"),
     re_path(r"^api(/v1)?/?$", RedirectView.as_view(url="/api/v1/")),
-    re_path(r"^api/(?P<path>.*)$", unknown_path),  # a JSON 404, as the API's own
     path("", include("poolweb.console.urls")),
 ]
+
+# Django's own answers (a foreign Host, a path no route takes, a bug, a database that is down):
+# JSON under /api/, the console's pages elsewhere.
+handler400 = "poolweb.error_views.bad_request"
+handler403 = "poolweb.error_views.permission_denied"
+handler404 = "poolweb.error_views.page_not_found"
+handler500 = "poolweb.error_views.server_error"

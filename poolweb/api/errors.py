@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.http import JsonResponse
-from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -28,13 +26,6 @@ def echo(value: object) -> str:
     name is not sent back whole."""
     text = str(value)
     return text if len(text) <= ECHO else text[:ECHO] + "…"
-
-
-@csrf_exempt  # it writes nothing; a POST with a token must get this 404, not the CSRF page's 403
-def unknown_path(request, path: str = "") -> JsonResponse:
-    """Any path under /api/ that no route takes: a JSON 404 like the API's own, not Django's page."""
-    return JsonResponse({"detail": f"there is no API path {echo(request.path)}; see /api/v1/ and /api/docs/"},
-                        status=404)
 
 
 def flatten(detail, path: str = "") -> list[Issue]:

@@ -35,6 +35,7 @@ from django.db import OperationalError, connection
 from rest_framework.utils.encoders import JSONEncoder
 
 from poolweb.models import Event, Request as RequestRow, RequestChange
+from poolweb.sqlite.base import PASS_LOCK_FILE
 from poolweb.sqlite.locks import LockTimeout, file_lock
 
 CHUNK = 2000  # values per IN (…): below every database's limit of bound parameters
@@ -204,7 +205,7 @@ def pass_lock() -> Iterator[None]:
 @contextmanager
 def _acquired() -> Iterator[None]:
     if connection.vendor != "postgresql":
-        lock = file_lock(f"{connection.settings_dict['NAME']}.pass-lock", "pass lock")
+        lock = file_lock(f"{connection.settings_dict['NAME']}{PASS_LOCK_FILE}", "pass lock")
         descriptor = lock.acquire(connection.settings_dict["OPTIONS"].get("timeout", 5))
         try:
             yield

@@ -135,13 +135,16 @@ def visit(browser, server):
         page = context.new_page()
         page.set_default_timeout(15_000)
         page.on("pageerror", lambda error: errors.append(f"{page.url}: {error}"))
+        # What the pages' Content-Security-Policy refused (an inline script, a style element …).
+        page.on("console", lambda message: errors.append(f"{page.url}: {message.text}")
+                if "Content Security Policy" in message.text else None)
         page.goto(path)
         return page
 
     yield open_page
     for context in contexts:
         context.close()
-    assert errors == [], "the pages raised JavaScript errors"
+    assert errors == [], "the pages raised JavaScript errors or broke their Content-Security-Policy"
 
 
 def screenshot(page, name: str) -> None:

@@ -70,7 +70,8 @@ def web_server_command(host: str, port: int, processes: int) -> list[str]:
     connections are kept 75 s, not uvicorn's 5: a client polling every few seconds (poolctl,
     a pipeline) keeps its connection, and its process, instead of a new handshake each time."""
     return [sys.executable, "-m", "uvicorn", "--host", host, "--port", str(port), "--workers", str(processes),
-            "--http", "httptools", "--loop", "uvloop", "--ws", "websockets-sansio", "--ws-per-message-deflate", "false",
+            "--http", "poolweb.http_protocol:HeadDeadline",  # httptools, with a bound on the request head
+            "--loop", "uvloop", "--ws", "websockets-sansio", "--ws-per-message-deflate", "false",
             "--lifespan", "off", "--timeout-keep-alive", "75",
             "--no-access-log", "--timeout-graceful-shutdown", "5", "poolweb.asgi:application"]
 

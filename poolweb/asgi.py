@@ -129,9 +129,10 @@ class WholeBodies:
         try:
             async with asyncio.timeout(self.timeout):
                 body = await _read_body(receive, limit)
-        except TimeoutError:
-            return await _refuse(send, scope, 408, f"the request body was not sent within {self.timeout:g} s")
-        except BodyTooLarge:
+        except TimeoutError:  # and the connection closed: the client is not sending its body
+            return await _refuse(send, scope, 408, f"the request body was not sent within {self.timeout:g} s",
+                                 close=True)
+        except BodyTooLarge:  # the server reads the rest and drops it, so the client reads this answer
             return await _refuse(send, scope, 413, f"the request body is larger than {limit} bytes")
         if body is None:
             return  # the client went away
@@ -168,16 +169,16 @@ def _replay(body: bytes, receive):
     return replayed
 
 
-async def _refuse(send, scope, status: int, detail: str) -> None:
+async def _refuse(send, scope, status: int, detail: str, *, close: bool = False) -> None:
     """An answer before the body is read whole: JSON under /api/, as the API's errors are, plain
-    text elsewhere; and the connection closed, since the rest of the body may still come."""
+    text elsewhere."""
     if scope["path"].startswith("/api/"):
         content, content_type = json.dumps({"detail": detail}).encode(), b"application/json"
     else:
         content, content_type = detail.encode(), b"text/plain; charset=utf-8"
+    headers = [(b"content-type", content_type), (b"content-length", str(len(content)).encode())]
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", content_type), (b"content-length", str(len(content)).encode()),
-                            (b"connection", b"close")]})
+                "headers": headers + [(b"connection", b"close")] if close else headers})
     await send({"type": "http.response.body", "body": content})
 
 

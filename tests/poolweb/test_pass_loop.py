@@ -7,6 +7,7 @@ import fcntl
 import os
 import signal
 import socket
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -109,16 +110,33 @@ def pass_loop_of(serve) -> int | None:
     """The pid of the pass loop ``serve`` runs now."""
     for entry in Path("/proc").iterdir():
         try:
-            if (entry.name.isdigit() and b"--follow" in (entry / "cmdline").read_bytes()
-                    and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == serve.pid):
+            if entry.name.isdigit() and b"--follow" in (entry / "cmdline").read_bytes() \
+                    and process_stat(int(entry.name))[1] == serve.pid:
                 return int(entry.name)
         except OSError:  # gone meanwhile
             continue
     return None
 
 
-def test_a_loop_killed_mid_pass_is_started_again_by_serve_and_grants_what_it_was_granting(alice, bob, settings,
-                                                                                          monkeypatch):
+def process_stat(pid: int) -> tuple[str, int]:
+    """(state, parent pid) of a process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return fields[0], int(fields[1])
+
+
+def pause_outside_a_pass(pid: int) -> None:
+    """SIGSTOP the loop at a moment it holds no pass lock: any pass it makes once continued
+    starts after, and reads what was committed meanwhile."""
+    while True:
+        os.kill(pid, signal.SIGSTOP)
+        processes.wait_until(lambda: process_stat(pid)[0] == "T", 10, "the loop to stop")
+        if pass_lock_free():
+            return
+        os.kill(pid, signal.SIGCONT)  # mid-pass: let it finish, and try again
+        time.sleep(0.01)
+
+
+def test_a_loop_killed_mid_pass_is_started_again_by_serve_and_grants_what_it_was_granting(alice, bob, settings):
     """SIGKILL while the loop holds the pass lock (its write waits for this test's transaction):
     its pass lock goes with it (a flock on SQLite, a session's advisory lock on PostgreSQL), and the
     loop serve starts again grants the request by itself, in its first pass."""
@@ -132,25 +150,20 @@ def test_a_loop_killed_mid_pass_is_started_again_by_serve_and_grants_what_it_was
     try:
         processes.wait_until(lambda: Success.objects.filter(name="pass:start").exists(), 60, "the worker's pass")
         processes.wait_until(listening, 60, "the pass loop to listen")
-        # The loop's first pass is over once it has answered a wake-up: from then on it waits for the next.
-        services.request_submit(user=bob, submission=HALF)
-        processes.wait_until(lambda: PassRecord.objects.filter(trigger="change", grants=1).exists(), 30,
-                             "the loop to grant a first request")
-        with monkeypatch.context() as held_back:
-            held_back.setattr(wakeup.WAKER, "wake", lambda: True)  # committed, its wake-up not sent yet
-            row, _ = services.request_submit(user=bob, submission=HALF)
         killed = pass_loop_of(serve)
+        pause_outside_a_pass(killed)
+        row, _ = services.request_submit(user=bob, submission=HALF)  # its wake-up waits in the loop's socket
 
         with transaction.atomic():
             RequestRow.objects.select_for_update().get(pk=row.pk)  # the pass's write waits for this transaction
-            assert pass_lock_free() and wakeup.Waker().wake()
+            os.kill(killed, signal.SIGCONT)
             processes.wait_until(lambda: not pass_lock_free(), 30, "the loop to hold the pass lock, mid-pass")
             os.kill(killed, signal.SIGKILL)
             processes.wait_until(lambda: pass_loop_of(serve) not in (killed, None), 30, "serve to start it again")
 
         processes.wait_until(lambda: RequestRow.objects.get(pk=row.pk).state == "allocated", 60,
                              "the loop started again to grant it")
-        assert PassRecord.objects.filter(trigger="start", grants=1).exists()  # the new loop's first pass
+        assert list(PassRecord.objects.values_list("trigger", "grants")) == [("start", 1)]  # the new loop's first
         processes.wait_until(pass_lock_free, 10, "the pass lock to be free")
     finally:
         output = processes.stop(serve)

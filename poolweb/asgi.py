@@ -114,32 +114,53 @@ class LongLivedThreads:
             self._idle.put_nowait(executor)
 
 
-class ChunkedBodies:
-    """Reads a body sent without ``Content-Length`` (``Transfer-Encoding: chunked``) and hands
-    it on with its length, or answers 413 above ``DATA_UPLOAD_MAX_MEMORY_SIZE``. Django (and
-    DRF) take a request without a length for one without a body, so such a body was read as
-    empty: a submission became "policy is required", and a huge one a 400 instead of a 413."""
+class WholeBodies:
+    """Reads a request's whole body in the event loop, before a view thread is taken, and hands
+    it on with its length: 408 when the client has not sent it within
+    ``POOLWEB_HTTP_BODY_TIMEOUT_SECONDS`` of its head, 413 above ``DATA_UPLOAD_MAX_MEMORY_SIZE``.
 
-    def __init__(self, application) -> None:
+    A thread taken first (``LongLivedThreads``) waited for the body with it: two clients sending
+    slowly held both of a process's threads and stalled every other request. A body sent without
+    a length (``Transfer-Encoding: chunked``) reached Django without ``Content-Length``, which
+    Django and DRF take for no body: a submission read as "policy is required"."""
+
+    def __init__(self, application, timeout: float) -> None:
         self.application = application
+        self.timeout = timeout
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] != "http" or any(name.lower() == b"content-length" for name, _ in scope["headers"]):
-            return await self.application(scope, receive, send)
         limit = body_limit()
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if len(body) > limit:
-                return await _too_large(send, limit)
-            if not message.get("more_body", False):
-                break
-        if body:
+        try:
+            async with asyncio.timeout(self.timeout):
+                body = await _read_body(receive, limit)
+        except TimeoutError:  # and the connection closed: the client is not sending its body
+            return await _refuse(send, scope, 408, f"the request body was not sent within {self.timeout:g} s",
+                                 close=True)
+        except BodyTooLarge:  # the server reads the rest and drops it, so the client reads this answer
+            return await _refuse(send, scope, 413, f"the request body is larger than {limit} bytes")
+        if body is None:
+            return  # the client went away
+        if body and not any(name.lower() == b"content-length" for name, _ in scope["headers"]):
             scope = {**scope, "headers": [*scope["headers"], (b"content-length", str(len(body)).encode())]}
-        await self.application(scope, _replay(bytes(body), receive), send)
+        await self.application(scope, _replay(body, receive), send)
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def _read_body(receive, limit: int) -> bytes | None:
+    """The whole body, or None when the client disconnects first."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if len(body) > limit:
+            raise BodyTooLarge
+        if not message.get("more_body", False):
+            return bytes(body)
 
 
 def _replay(body: bytes, receive):
@@ -152,16 +173,22 @@ def _replay(body: bytes, receive):
     return replayed
 
 
-async def _too_large(send, limit: int) -> None:
-    content = json.dumps({"detail": f"the request body is larger than {limit} bytes"}).encode()
-    await send({"type": "http.response.start", "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(content)).encode())]})
+async def _refuse(send, scope, status: int, detail: str, *, close: bool = False) -> None:
+    """An answer before the body is read whole: JSON under /api/, as the API's errors are, plain
+    text elsewhere."""
+    if scope["path"].startswith("/api/"):
+        content, content_type = json.dumps({"detail": detail}).encode(), b"application/json"
+    else:
+        content, content_type = detail.encode(), b"text/plain; charset=utf-8"
+    headers = [(b"content-type", content_type), (b"content-length", str(len(content)).encode())]
+    await send({"type": "http.response.start", "status": status,
+                "headers": headers + [(b"connection", b"close")] if close else headers})
     await send({"type": "http.response.body", "body": content})
 
 
 django.setup(set_prefix=False)  # as get_asgi_application does
-django_application = ChunkedBodies(LongLivedThreads(StaticFiles(OneHop()),
-                                                    settings.POOLWEB["HTTP_THREADS"]))
+django_application = WholeBodies(LongLivedThreads(StaticFiles(OneHop()), settings.POOLWEB["HTTP_THREADS"]),
+                                 settings.POOLWEB["HTTP_BODY_TIMEOUT_SECONDS"])
 
 # These use the models, so they come once Django is set up.
 from channels.auth import AuthMiddlewareStack  # noqa: E402

@@ -264,6 +264,11 @@ POOLWEB = {
     "WEB_PROCESSES": env_int("POOLWEB_WEB_PROCESSES", 1, minimum=1, maximum=64),
     # Threads per web process that run views, each with its own database connection (poolweb/asgi.py).
     "HTTP_THREADS": env_int("POOLWEB_HTTP_THREADS", 2, minimum=1, maximum=64),
+    # How long a client has to send a request's head (from the connection opening, or from the
+    # head's first byte on a kept-alive connection) and then its body: a slow client is closed
+    # (head; poolweb/http_protocol.py) or answered 408 (body; poolweb/asgi.py) instead of kept.
+    "HTTP_HEADER_TIMEOUT_SECONDS": env_int("POOLWEB_HTTP_HEADER_TIMEOUT_SECONDS", 10, minimum=1, maximum=3600),
+    "HTTP_BODY_TIMEOUT_SECONDS": env_int("POOLWEB_HTTP_BODY_TIMEOUT_SECONDS", 30, minimum=1, maximum=3600),
     # Events kept for clients that resume (at least this many, and all of the last hour).
     "EVENTS_KEPT": env_int("POOLWEB_EVENTS_KEPT", 10000, minimum=100, maximum=10_000_000),
     # Failed sign-ins (a wrong token or password) one client address, and one account from any

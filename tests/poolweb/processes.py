@@ -20,6 +20,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import OperationalError, connection
 
+from poolweb.management.commands.serve import web_server_command
 from poolweb.ports import free_port, wait_until_listening
 
 ROOT = Path(settings.BASE_DIR)
@@ -112,10 +113,11 @@ class WebServer:
 
 @contextmanager
 def web_server(data_dir: Path, timeout: float = 30, **extra: str) -> Iterator[WebServer]:
-    """daphne serving poolweb.asgi on a free port, as ``make run`` does; stopped on leaving, before
-    the database is flushed (PostgreSQL cannot drop a database a server is still connected to)."""
+    """One web process serving poolweb.asgi on a free port, as ``serve`` runs it (uvicorn and its
+    options); stopped on leaving, before the database is flushed (PostgreSQL cannot drop a
+    database a server is still connected to)."""
     server = WebServer(free_port())
-    server.process = start("-m", "daphne", "-b", "127.0.0.1", "-p", str(server.port), "poolweb.asgi:application",
+    server.process = start(*web_server_command("127.0.0.1", server.port, 1)[1:],
                            POOLWEB_DATA_DIR=str(data_dir), POOLWEB_SECRET_KEY=settings.SECRET_KEY, **extra)
     try:
         wait_until_listening(server.process, "127.0.0.1", server.port, timeout)

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -273,6 +274,52 @@ def test_serve_answers_http_runs_the_worker_and_stops_both_on_sigterm(serve_envi
             supervisor.wait()
 
 
+def test_serve_starts_the_web_server_the_pass_loop_and_the_worker_again_after_a_kill_9(serve_environment, tmp_path):
+    port, log = serve_environment["PORT"], tmp_path / "serve.log"
+    with log.open("w") as sink:
+        supervisor = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=settings.BASE_DIR,
+                                      env=serve_environment, stdin=subprocess.DEVNULL, stdout=sink,
+                                      stderr=subprocess.STDOUT, start_new_session=True)
+
+    def until(condition, what: str) -> str:
+        deadline = time.monotonic() + 60
+        while not condition(output := log.read_text()):
+            assert supervisor.poll() is None, output
+            assert time.monotonic() < deadline, f"{what} within 60 s\n{output}"
+            time.sleep(0.2)
+        return output
+
+    def serving(output: str, clusters: int) -> bool:
+        return (len(re.findall(r"Q Cluster \S+ \[poolweb\] running", output)) == clusters
+                and get_status(f"http://127.0.0.1:{port}/api/schema/") == 200)
+
+    names = r"(web server|pass loop|worker)"
+    try:
+        output = until(lambda output: serving(output, 1), "serve running")
+        first = {name: int(pid) for name, pid in re.findall(rf"Started the {names} \(pid (\d+)\)", output)}
+        old_cluster = descendants(first["worker"])
+        assert len(first) == 3 and old_cluster, output
+
+        for pid in first.values():
+            os.kill(pid, signal.SIGKILL)
+        output = until(lambda output: len(re.findall(rf"Started the {names} again", output)) == 3
+                       and serving(output, 2), "all three started again and serving")
+
+        again = {name: int(pid) for name, pid in re.findall(rf"Started the {names} again \(pid (\d+)\)", output)}
+        assert again.keys() == first.keys() and all(running(pid) for pid in again.values()), output
+        for name, pid in first.items():
+            assert f"The {name} (pid {pid}) was killed by SIGKILL after " in output
+        assert not [pid for pid in old_cluster if running(pid)]  # the dead worker's processes went with it
+        family = descendants(supervisor.pid)
+        supervisor.send_signal(signal.SIGTERM)
+        assert supervisor.wait(timeout=10) == 0, log.read_text()
+        assert not [pid for pid in family if running(pid)], log.read_text()
+    finally:
+        if supervisor.poll() is None:
+            supervisor.kill()
+            supervisor.wait()
+
+
 def test_serve_runs_several_web_processes_on_sqlite(serve_environment, tmp_path):
     """Two web processes and the pass loop write one SQLite database: concurrent submissions
     all land, and none meets "database is locked" (IMMEDIATE transactions queue for the lock)."""
@@ -316,19 +363,53 @@ def web_workers(supervisor_pid: int) -> list[int]:
             if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")]
 
 
+def test_a_child_that_keeps_dying_waits_twice_as_long_each_time_up_to_a_cap_and_from_1_s_after_a_healthy_run():
+    child = serve.Child("worker", ["true"])
+    delays, now = [], 0.0
+    for _ in range(7):  # each dies a second after its start
+        child.started_at = now
+        delays.append(child.died(now + 1))
+        now = child.restart_at
+    assert delays == [1, 2, 4, 8, 16, 30, 30]
+    assert child.deaths == 7
+    child.started_at = now
+    assert child.died(now + serve.HEALTHY_SECONDS) == 1  # it had run a minute: a fresh start
+    assert child.deaths == 1
+
+
 @pytest.mark.django_db
-def test_serve_stops_the_other_child_and_fails_when_one_dies(monkeypatch, tmp_path):
+def test_serve_starts_a_child_that_dies_again_with_backoff_and_saying_so(monkeypatch, tmp_path):
     monkeypatch.setenv("PORT", str(free_port()))
     marker = tmp_path / "sleeper.pid"
     sleeper = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
     dying = f"import os, time\nwhile not os.path.exists({str(marker)!r}): time.sleep(0.05)\nraise SystemExit(3)"
     monkeypatch.setattr(serve, "child_commands", lambda host, port: {
         "web server": [sys.executable, "-c", sleeper], "worker": [sys.executable, "-c", dying]})
-    started = time.monotonic()
-    with pytest.raises(CommandError, match="the worker exited with status 3"):
-        call_command("serve", stdout=io.StringIO())
-    assert time.monotonic() - started < 10
-    assert not running(int(marker.read_text()))
+    out, err, finished = io.StringIO(), io.StringIO(), threading.Event()
+
+    def stop_after_three_deaths() -> None:
+        deadline = time.monotonic() + 30
+        while err.getvalue().count("exited with status 3") < 3 and time.monotonic() < deadline:
+            if finished.wait(0.05):
+                return  # serve ended by itself: nothing to stop
+        os.kill(os.getpid(), signal.SIGTERM)  # to this process, where serve's handler takes it
+
+    stopper = threading.Thread(target=stop_after_three_deaths)
+    stopper.start()
+    try:
+        call_command("serve", stdout=out, stderr=err)
+    finally:
+        finished.set()
+        stopper.join()
+
+    deaths = re.findall(r"The worker \(pid (\d+)\) exited with status 3 after [\d.]+ s(, \d times in a row)?; "
+                        r"starting it again in (\d+) s\.", err.getvalue())
+    assert [(row[1], row[2]) for row in deaths] == [("", "1"), (", 2 times in a row", "2"),
+                                                    (", 3 times in a row", "4")], err.getvalue()
+    assert len({row[0] for row in deaths}) == 3  # a new process each time
+    assert out.getvalue().count("Started the worker again") == 2, out.getvalue()
+    assert "Received SIGTERM" in out.getvalue() and "Stopped." in out.getvalue()
+    assert not running(int(marker.read_text()))  # the web server ran on, and stopped with serve
 
 
 @pytest.mark.django_db
@@ -337,6 +418,6 @@ def test_serve_refuses_a_port_in_use(monkeypatch):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         monkeypatch.setenv("PORT", str(taken.getsockname()[1]))
-        monkeypatch.setattr(serve, "start", lambda *args: pytest.fail("nothing may start"))
+        monkeypatch.setattr(serve, "launch", lambda *args: pytest.fail("nothing may start"))
         with pytest.raises(CommandError, match="is in use"):
             call_command("serve", stdout=io.StringIO())

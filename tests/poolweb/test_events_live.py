@@ -1,6 +1,7 @@
-"""The event stream across processes, as deployed: a real daphne serving poolweb.asgi on the
-test database, a websocket client, and events committed by this process (standing in for the
-worker) — the relay must find them in the database, with no channel layer in between.
+"""The event stream across processes, as deployed: a real web process (uvicorn, as ``serve`` runs
+it) serving poolweb.asgi on the test database, a websocket client, and events committed by this
+process (standing in for the worker) — the relay must find them in the database, with no channel
+layer in between.
 
 The server reads the same test database: the test's DATABASE_URL with the test database's name
 (test_test on PostgreSQL; on SQLite the test database is a file, see settings).
@@ -28,7 +29,7 @@ RECEIVE_TIMEOUT = 5.0
 
 @pytest.fixture
 def server_url(transactional_db, tmp_path) -> Iterator[str]:
-    """A daphne process serving the application, polling the outbox often."""
+    """A web process serving the application, polling the outbox often."""
     with processes.web_server(tmp_path, POOLWEB_EVENT_POLL_MS="20") as server:
         yield f"ws://127.0.0.1:{server.port}/ws/events/"
 

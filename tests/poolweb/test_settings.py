@@ -84,7 +84,7 @@ def test_the_settings_load_with_a_clean_environment(tmp_path):
 ])
 def test_serve_refuses_a_bad_port_before_starting_anything(monkeypatch, value, message):
     monkeypatch.setenv("PORT", value)
-    monkeypatch.setattr(serve, "start", lambda *args: pytest.fail("nothing may start"))
+    monkeypatch.setattr(serve, "launch", lambda *args: pytest.fail("nothing may start"))
     with pytest.raises(CommandError, match=message):
         call_command("serve", stdout=io.StringIO())
 

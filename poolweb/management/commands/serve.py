@@ -11,7 +11,13 @@ killing a group leaves nothing behind.
 
 - SIGINT or SIGTERM: SIGTERM to every child, SIGKILL to whatever is left of their groups
   after the grace period; exit 0.
-- A child exits on its own: stop the others, exit 1.
+- A child exits on its own (a crash, the OOM killer, a kill -9): SIGKILL to what is left of its
+  group, and the child is started again after 1 s, then 2, 4 … up to 30 s while it keeps dying
+  within a minute of its start; once it has run a minute, the next delay is 1 s again. Each death
+  is one line on stderr (the exit status or signal, how long it ran, the delay), each restart one
+  on stdout; the other children run on. A pass loop killed mid-pass holds nothing once dead (its
+  pass lock is a flock, or a database session's, and goes with the process), and the loop started
+  again passes at once, so the pass that was cut short is made.
 """
 
 from __future__ import annotations
@@ -33,12 +39,42 @@ from poolweb.services.triggers import start_passes
 STOP_GRACE_SECONDS = 8.0  # then SIGKILL; both children are gone within 10 s of the signal
 POLL_SECONDS = 0.2
 READY_TIMEOUT_SECONDS = 60.0
+FIRST_RESTART_DELAY_SECONDS = 1.0
+MAX_RESTART_DELAY_SECONDS = 30.0  # a child that keeps dying is still tried twice a minute, and says so
+HEALTHY_SECONDS = 60.0  # a child that ran this long before it died waits the first delay again
 
 
 @dataclass
 class Child:
+    """One supervised process, started again whenever it dies."""
+
     name: str
-    process: subprocess.Popen
+    command: list[str]
+    process: subprocess.Popen | None = None
+    started_at: float = 0.0  # time.monotonic()
+    deaths: int = 0  # in a row, each within HEALTHY_SECONDS of its start
+    restart_at: float | None = None  # while it is dead: when it starts again
+
+    def start(self, now: float) -> None:
+        self.process, self.started_at, self.restart_at = launch(self.command), now, None
+
+    def died(self, now: float) -> float:
+        """Count its death at ``now`` and plan its restart; the delay, in seconds."""
+        self.deaths = self.deaths + 1 if now - self.started_at < HEALTHY_SECONDS else 1
+        delay = restart_delay(self.deaths)
+        self.restart_at = now + delay
+        return delay
+
+
+def restart_delay(deaths: int) -> float:
+    """Exponential backoff for a child that died ``deaths`` times in a row: 1, 2, 4 … 30 s."""
+    return min(MAX_RESTART_DELAY_SECONDS, FIRST_RESTART_DELAY_SECONDS * 2 ** (deaths - 1))
+
+
+def how_it_ended(returncode: int) -> str:
+    if returncode < 0:
+        return f"was killed by {signal.Signals(-returncode).name}"
+    return f"exited with status {returncode}"
 
 
 def listen_address() -> tuple[str, int]:
@@ -71,19 +107,19 @@ def web_server_command(host: str, port: int, processes: int) -> list[str]:
     a pipeline) keeps its connection, and its process, instead of a new handshake each time.
     No proxy headers: uvicorn would believe ``X-Forwarded-For`` from 127.0.0.1 whatever
     ``POOLWEB_TRUSTED_PROXIES`` says; poolweb/addresses.py reads it, from those proxies only
-    (and its ``X-Forwarded-Proto`` too: behind a TLS proxy, ``POOLWEB_CSRF_TRUSTED_ORIGINS``)."""
+    (``X-Forwarded-Proto``: Django reads the header ``POOLWEB_PROXY_TLS_HEADER`` names)."""
     return [sys.executable, "-m", "uvicorn", "--host", host, "--port", str(port), "--workers", str(processes),
-            "--http", "httptools", "--loop", "uvloop", "--ws", "websockets-sansio", "--ws-per-message-deflate", "false",
+            "--http", "poolweb.http_protocol:HeadDeadline",  # httptools, with a bound on the request head
+            "--loop", "uvloop", "--ws", "websockets-sansio", "--ws-per-message-deflate", "false",
             "--lifespan", "off", "--timeout-keep-alive", "75", "--no-proxy-headers",
             "--no-access-log", "--timeout-graceful-shutdown", "5", "poolweb.asgi:application"]
 
 
-def start(name: str, command: list[str]) -> Child:
+def launch(command: list[str]) -> subprocess.Popen:
     environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
     environment.setdefault("DJANGO_SETTINGS_MODULE", "poolweb.settings")
-    process = subprocess.Popen(command, cwd=settings.BASE_DIR, env=environment, stdin=subprocess.DEVNULL,
-                               process_group=0, preexec_fn=_terminate_with_parent)  # noqa: PLW1509 (no threads here)
-    return Child(name, process)
+    return subprocess.Popen(command, cwd=settings.BASE_DIR, env=environment, stdin=subprocess.DEVNULL,
+                            process_group=0, preexec_fn=_terminate_with_parent)  # noqa: PLW1509 (no threads here)
 
 
 def _terminate_with_parent() -> None:
@@ -139,35 +175,32 @@ class Command(BaseCommand):
         received: list[int] = []  # the signal handler only records; the loop below acts
         previous = {s: signal.signal(s, lambda signum, frame: received.append(signum))
                     for s in (signal.SIGINT, signal.SIGTERM)}
-        children: list[Child] = []
+        children = [Child(name, command) for name, command in child_commands(host, port).items()]
         try:
-            for name, command in child_commands(host, port).items():
-                children.append(start(name, command))
-                self.say(f"Started the {name} (pid {children[-1].process.pid}).")
-            failed = self.supervise(children, host, port, received)
+            for child in children:
+                child.start(time.monotonic())
+                self.say(f"Started the {child.name} (pid {child.process.pid}).")
+            self.supervise(children, host, port, received)
         finally:
             if received:
                 self.say(f"Received {signal.Signals(received[0]).name}: stopping the web server, the pass loop "
                          "and the worker.")
-            stop(children)  # also when supervision itself failed: never leave the children behind
+            # also when supervision itself failed: never leave the children behind
+            stop([child for child in children if child.process is not None])
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-        if failed is not None:
-            raise CommandError(f"the {failed.name} exited with status {failed.process.returncode}; "
-                               "stopped the other processes")
         self.say("Stopped.")
 
-    def supervise(self, children: list[Child], host: str, port: int, received: list[int]) -> Child | None:
-        """Watch the children until a signal arrives (None) or one of them exits (that child).
-        Prints the URLs once the port answers."""
+    def supervise(self, children: list[Child], host: str, port: int, received: list[int]) -> None:
+        """Watch the children until a signal arrives, starting again each one that dies. Prints
+        the URLs once the port answers."""
         local = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         url = f"http://{f'[{local}]' if ':' in local else local}:{port}/"
         warn_at = time.monotonic() + READY_TIMEOUT_SECONDS
         announced = False
         while not received:
             for child in children:
-                if child.process.poll() is not None:
-                    return child
+                self.keep_alive(child, time.monotonic())
             if not announced and port_open(local, port):
                 announced = True
                 self.say(self.style.SUCCESS(f"Poolweb is running at {url}  (API docs: {url}api/docs/)  "
@@ -176,7 +209,19 @@ class Command(BaseCommand):
                 warn_at = float("inf")
                 self.say(self.style.WARNING(f"The web server does not answer on {url} yet."))
             time.sleep(POLL_SECONDS)
-        return None
+
+    def keep_alive(self, child: Child, now: float) -> None:
+        """Notice that ``child`` died (and plan its restart), or start it again when its time has come."""
+        if child.restart_at is None and child.process.poll() is not None:
+            _signal_group(child, signal.SIGKILL)  # what it started (uvicorn's or the worker's processes) goes too
+            delay = child.died(now)
+            again = f", {child.deaths} times in a row" if child.deaths > 1 else ""
+            self.stderr.write(f"The {child.name} (pid {child.process.pid}) {how_it_ended(child.process.returncode)} "
+                              f"after {now - child.started_at:.1f} s{again}; starting it again in {delay:g} s.")
+            self.stderr.flush()
+        elif child.restart_at is not None and now >= child.restart_at:
+            child.start(now)
+            self.say(f"Started the {child.name} again (pid {child.process.pid}).")
 
     def say(self, message: str) -> None:
         self.stdout.write(message)

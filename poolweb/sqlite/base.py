@@ -17,6 +17,8 @@ The database and the files beside it are its owner's only (poolweb/private_files
 
 from __future__ import annotations
 
+import os
+
 from django.db.backends.sqlite3 import base
 
 from poolweb.private_files import open_private, tighten

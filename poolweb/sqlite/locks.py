@@ -20,6 +20,8 @@ import time
 
 from django.db.utils import OperationalError
 
+from poolweb.private_files import open_private
+
 
 class LockTimeout(OperationalError):
     """A lock was not free within the bound: the caller answers 503 and the client tries again."""
@@ -44,7 +46,7 @@ class FileLock:
         if not self._threads.acquire(timeout=seconds):
             raise LockTimeout(self.name, seconds)
         try:
-            descriptor = _open(self.path)
+            descriptor = open_private(self.path)
             try:
                 fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 return descriptor
@@ -80,7 +82,7 @@ class _Waiter:
         raise LockTimeout(name, seconds)
 
     def _block(self) -> None:
-        descriptor = _open(self.path)
+        descriptor = open_private(self.path)
         fcntl.flock(descriptor, fcntl.LOCK_EX)
         with self._handed:
             if self._abandoned:
@@ -88,10 +90,6 @@ class _Waiter:
                 return
             self._descriptor = descriptor
             self._handed.notify()
-
-
-def _open(path: str) -> int:
-    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
 
 
 _locks: dict[str, FileLock] = {}

@@ -22,7 +22,9 @@ def production_environment() -> dict[str, str]:
 
 def manage(tmp_path, *args: str, **variables: str) -> subprocess.CompletedProcess:
     environment = {key: value for key, value in os.environ.items()
-                   if key not in ("DATABASE_URL", "POOLWEB_SECRET_KEY", "POOLWEB_DEBUG")}
+                   # the browser tests' conftest sets DJANGO_ALLOW_ASYNC_UNSAFE in this process (for
+                   # Playwright's loop); no deployment does
+                   if key not in ("DATABASE_URL", "POOLWEB_SECRET_KEY", "POOLWEB_DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE")}
     environment.update(DJANGO_SETTINGS_MODULE="poolweb.settings", POOLWEB_DATA_DIR=str(tmp_path), **variables)
     return subprocess.run([sys.executable, "manage.py", *args], cwd=settings.BASE_DIR, env=environment,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, check=False)

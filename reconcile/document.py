@@ -48,7 +48,7 @@ list is empty, and an absent ``group`` is "" (only admins may then submit; the s
 ``version`` is accepted with any value and ignored; a given ``group`` is a non-empty
 string of at most 150 characters (a Django group name); ``priority`` is an integer in
 ±1,000,000; a resource vector has at most 100 keys; past 1000 errors the rest are only counted
-(``too_many_errors``).
+(``too_many_errors``). The size limits (``MAX_POOLS`` and the rest) are docs/api.md §1's.
 """
 
 from __future__ import annotations
@@ -68,9 +68,11 @@ __all__ = ["Issue", "Parsed", "child", "parse_document", "to_document"]
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # matched whole (fullmatch)
 _PLAIN_FIELD = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # a field name shown in a path (``child``)
-MAX_POOLS = MAX_PROFILES = MAX_POLICIES = 1000
-MAX_QUOTAS = 100  # rows per policy
-MAX_CONNECTIONS = 100  # per profile
+# The size of a configuration (decision 93): each entry's lists, and their totals, which bound the
+# work of every page that shows the whole configuration (a card per entry, a line per item).
+MAX_POOLS, MAX_PROFILES, MAX_POLICIES = 200, 500, 500
+MAX_CONNECTIONS, MAX_QUOTAS = 50, 64  # per profile, rows per policy
+MAX_ALL_CONNECTIONS, MAX_ALL_QUEUES, MAX_ALL_QUOTAS = 2_000, 5_000, 5_000  # in all the profiles or policies
 MAX_KEYS = 100  # per resource vector, here and in a request (resource_settings)
 MAX_DESCRIPTION, MAX_CONNECTION_NAME, MAX_GROUP = 1000, 100, 150
 MAX_PRIORITY = 1_000_000
@@ -171,7 +173,7 @@ def _read_document(reading: Reading, doc: object) -> Config:
     obj = _object(reading, doc, "", DOCUMENT_FIELDS, "the document")
     if obj is None:
         return Config()
-    return Config(
+    config = Config(
         pools=tuple(_read_pool(reading, item, f"pools[{i}]")
                     for i, item in enumerate(_list(reading, obj, "pools", "pools", MAX_POOLS))),
         profiles=tuple(_read_profile(reading, item, f"profiles[{i}]")
@@ -179,6 +181,13 @@ def _read_document(reading: Reading, doc: object) -> Config:
         policies=tuple(_read_policy(reading, item, f"policies[{i}]")
                        for i, item in enumerate(_list(reading, obj, "policies", "policies", MAX_POLICIES))),
     )
+    for field, count, limit, what in (
+            ("profiles", sum(len(p.pools) for p in config.profiles), MAX_ALL_CONNECTIONS, "connections"),
+            ("profiles", sum(len(p.policies) for p in config.profiles), MAX_ALL_QUEUES, "policies listed (queues)"),
+            ("policies", sum(len(p.quotas) for p in config.policies), MAX_ALL_QUOTAS, "quota rows")):
+        if count > limit:
+            reading.error(field, "too_many", f"the {field} have {count:,} {what} in all, at most {limit:,} are allowed")
+    return config
 
 
 def _read_pool(reading: Reading, raw: object, path: str) -> Pool:

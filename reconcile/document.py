@@ -64,7 +64,7 @@ from .document_checks import (
 from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota, scope_text
 from .quantity import KEY_PATTERN, QuantityError, Vector, format_quantity, parse_quantity, quantity_text
 
-__all__ = ["Issue", "Parsed", "child", "parse_document", "to_document"]
+__all__ = ["Issue", "Parsed", "child", "parse_document", "read_document", "to_document"]
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # matched whole (fullmatch)
 _PLAIN_FIELD = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # a field name shown in a path (``child``)
@@ -113,6 +113,15 @@ def parse_document(doc: object) -> Parsed:
         return Parsed(None, tuple(reading.errors), ())
     config = _resolve_execution_orders(skeleton)
     return Parsed(config, (), tuple(check_warnings(config)))
+
+
+def read_document(doc: object) -> Config | None:
+    """A document that was validated before (a provisioned version's) as its ``Config``, without
+    the checks across entries that ``parse_document`` would repeat: half its time at the limits.
+    None when its entries do not read (a damaged row)."""
+    reading = Reading()
+    skeleton = _read_document(reading, doc)
+    return None if reading.errors else _resolve_execution_orders(skeleton)
 
 
 def to_document(config: Config, version: int | None = None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconcile import Config, Policy, Pool, Profile, Quota, Vector
-from reconcile.document import parse_document, to_document
+from reconcile.document import parse_document, read_document, to_document
 
 ERROR_CODES = {
     "required", "invalid_type", "unknown_field", "too_many", "too_long", "invalid_name", "duplicate_name",
@@ -497,6 +497,7 @@ def test_hostile_inputs_give_errors_and_never_raise(doc):
     parsed = parse_document(doc)
     assert parsed.config is None and parsed.errors
     assert {issue.code for issue in parsed.errors} <= ERROR_CODES
+    assert read_document(doc) is None
 
 
 # Properties.
@@ -594,6 +595,7 @@ def test_valid_documents_parse_and_round_trip(doc):
     assert again.config == parsed.config
     assert to_document(again.config) == normal
     assert parse_document(_through_json(normal)).config == parsed.config
+    assert read_document(doc) == read_document(normal) == parsed.config  # a stored version reads the same
     for pool_doc, pool_ in zip(doc["pools"], parsed.config.pools):
         listed = pool_doc.get("execution_order", [])
         assert list(pool_.execution_order[:len(listed)]) == listed

@@ -8,11 +8,13 @@ import copy
 import json
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from poolweb.models import ConfigVersion, Draft
 from poolweb.services import config as config_services
-from tests.poolweb.conftest import client_for
+from tests.poolweb.conftest import client_for, document, request_row
 from tests.poolweb.largest import largest_document
 
 pytestmark = pytest.mark.django_db
@@ -69,3 +71,24 @@ def test_every_page_of_the_configuration_renders_at_the_limits(alice):
     diff = pages["/versions/1/diff/2/"].content.decode()
     assert diff.count('class="card diff-card') == 1 and 'aria-label="Pool pool-000 changed"' in diff
     assert pages["/policies/"].content.decode().count("<tr data-scope=") == 5_000
+
+
+def test_the_policies_page_reads_the_running_requests_of_every_policy_at_once(alice, bob):
+    running = []
+
+    def queries_for(count: int) -> int:
+        policies = [{"name": f"team-{i}", "group": "dev"} for i in range(count)]
+        doc = document(policies=policies)
+        for profile in doc["profiles"]:
+            profile["policies"] = [p["name"] for p in policies]
+        config_services.config_provision_document(document=doc, author=alice)
+        running.extend(request_row(bob, f"team-{i}", "half", 0.5, state="allocated", pool="a100")
+                       for i in range(len(running), count))
+        client = signed_in(alice)
+        client.get("/policies/")  # the version's rows are read once
+        with CaptureQueriesContext(connection) as queries:
+            html = client.get("/policies/").content.decode()
+        assert html.count('<span class="state-chip state-allocated">') == count
+        return len(queries)
+
+    assert queries_for(3) == queries_for(30)

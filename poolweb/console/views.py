@@ -31,6 +31,7 @@ from reconcile.document import Issue
 
 VERSIONS_PER_PAGE = 50
 MAX_FINDING_PATH = 1000  # the API's paths are a few dozen characters; Python reads any index this long
+MAX_FINDINGS = 2000  # of each level: the API reports 1,000 errors at most, and a warning or two per entry
 
 
 def admin_required(view):
@@ -135,10 +136,12 @@ def version_compare(request: HttpRequest) -> HttpResponse:
 
 def _findings(body: dict, field: str) -> list:
     """The API's errors or warnings as the page sends them back, read leniently (anything but a
-    list is none), but a path longer than any the API writes is refused: its index is no card's."""
+    list is none, the first ``MAX_FINDINGS`` are shown), but a path longer than any the API writes
+    is refused: its index is no card's."""
     found = body.get(field)
     if not isinstance(found, list):
         return []
+    found = found[:MAX_FINDINGS]
     for i, issue in enumerate(found):
         if isinstance(issue, dict) and len(str(issue.get("path", ""))) > MAX_FINDING_PATH:
             raise JSONRefused(Issue(f"{field}[{i}].path", "too_long",

@@ -73,6 +73,23 @@ def test_every_page_of_the_configuration_renders_at_the_limits(alice):
     assert pages["/policies/"].content.decode().count("<tr data-scope=") == 5_000
 
 
+def test_the_editor_board_draws_a_draft_beyond_the_limits_only_as_far_as_they_go(provisioned, alice):
+    doc = largest_document()
+    doc["pools"] += [{"name": f"extra-{i}", "capacity": {"gpu": 1}} for i in range(100)]
+    doc["profiles"][2]["policies"] = [f"team-{i:03d}" for i in range(500)]  # 5,491 queues in all
+    response = signed_in(alice).post("/editor/board/", json.dumps({"document": doc}), content_type="application/json")
+    html = response.content.decode()
+    assert response.status_code == 200 and html.count("data-pool-card") == 200
+    assert html.count('class="order-item"') == 2_000 + 2_000 + 5_000  # connections both ends, and queues
+
+
+def test_the_editor_board_shows_as_many_findings_as_the_api_gives_at_most(provisioned, alice):
+    warnings = [{"path": "", "message": f"finding {n}"} for n in range(10_000)]
+    body = json.dumps({"document": document(), "errors": warnings, "warnings": warnings})
+    html = signed_in(alice).post("/editor/board/", body, content_type="application/json").content.decode()
+    assert html.count('class="issue ') == 2 * 2_000
+
+
 def test_the_policies_page_reads_the_running_requests_of_every_policy_at_once(alice, bob):
     running = []
 

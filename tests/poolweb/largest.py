@@ -1,5 +1,5 @@
 """The largest configuration the limits of docs/api.md §1 allow, valid: for the tests that the
-console's pages render at the limits.
+console's pages render at the limits, and for bench/config_pages.py that times them.
 
 Every count is at its limit: 200 pools, 500 profiles, 500 policies; 2,000 connections, 5,000
 queues and 5,000 quota rows in all, with the first profile at 50 connections and every policy

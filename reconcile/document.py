@@ -36,8 +36,8 @@ profiles[0].connections[0].pool: unknown_pool
     there is no pool named 'h100'
 
 Errors come in three stages, each in document order: what each entry says on its own
-(types, names, quantities, lengths, unknown fields, ``reserved ≤ limit``), then references
-between entries, then semantics (reservations against capacity, R-11 and R-12 on each profile's
+(types, names, quantities, lengths, unknown fields, ``reserved ≤ limit``) and the totals of the
+lists, then references between entries, then semantics (reservations against capacity, R-11 and R-12 on each profile's
 allotment). A stage skips whatever an earlier error left unreadable (see ``document_checks``),
 so every error is reported once and none is a consequence of another. Warnings are computed
 only for a document without errors.
@@ -48,7 +48,7 @@ list is empty, and an absent ``group`` is "" (only admins may then submit; the s
 ``version`` is accepted with any value and ignored; a given ``group`` is a non-empty
 string of at most 150 characters (a Django group name); ``priority`` is an integer in
 ±1,000,000; a resource vector has at most 100 keys; past 1000 errors the rest are only counted
-(``too_many_errors``). The size limits (``MAX_POOLS`` and the rest) are docs/api.md §1's.
+(``too_many_errors``).
 """
 
 from __future__ import annotations
@@ -58,9 +58,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .document_checks import (
-    Issue, Reading, brief, check_references, check_semantics, check_warnings, json_type, show,
-)
+from .document_checks import Issue, Reading, brief, check_references, check_semantics, check_totals
+from .document_checks import check_warnings, json_type, show
 from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota, scope_text
 from .quantity import KEY_PATTERN, QuantityError, Vector, format_quantity, parse_quantity, quantity_text
 
@@ -68,14 +67,9 @@ __all__ = ["Issue", "Parsed", "child", "parse_document", "read_document", "to_do
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # matched whole (fullmatch)
 _PLAIN_FIELD = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # a field name shown in a path (``child``)
-# The size of a configuration (decision 93): each entry's lists, and their totals, which bound the
-# work of every page that shows the whole configuration (a card per entry, a line per item).
-MAX_POOLS, MAX_PROFILES, MAX_POLICIES = 200, 500, 500
-MAX_CONNECTIONS, MAX_QUOTAS = 50, 64  # per profile, rows per policy
-MAX_ALL_CONNECTIONS, MAX_ALL_QUEUES, MAX_ALL_QUOTAS = 2_000, 5_000, 5_000  # in all the profiles or policies
-MAX_KEYS = 100  # per resource vector, here and in a request (resource_settings)
-MAX_DESCRIPTION, MAX_CONNECTION_NAME, MAX_GROUP = 1000, 100, 150
-MAX_PRIORITY = 1_000_000
+MAX_POOLS, MAX_PROFILES, MAX_POLICIES = 200, 500, 500  # decision 93; the totals are document_checks'
+MAX_CONNECTIONS, MAX_QUOTAS, MAX_KEYS = 50, 64, 100  # per profile, per policy, per vector (and request)
+MAX_DESCRIPTION, MAX_CONNECTION_NAME, MAX_GROUP, MAX_PRIORITY = 1000, 100, 150, 1_000_000
 
 _MISSING: Any = object()  # a field the document leaves out
 
@@ -105,6 +99,7 @@ def parse_document(doc: object) -> Parsed:
     """Read and validate a configuration document; never raises."""
     reading = Reading()
     skeleton = _read_document(reading, doc)
+    check_totals(skeleton, reading)
     names = check_references(skeleton, reading)
     check_semantics(skeleton, reading, names)
     if reading.dropped:
@@ -116,9 +111,8 @@ def parse_document(doc: object) -> Parsed:
 
 
 def read_document(doc: object) -> Config | None:
-    """A document that was validated before (a provisioned version's) as its ``Config``, without
-    the checks across entries that ``parse_document`` would repeat: half its time at the limits.
-    None when its entries do not read (a damaged row)."""
+    """A document validated before (a provisioned version's) as its ``Config``, without repeating the
+    checks across entries (half ``parse_document``'s time); None when its entries do not read."""
     reading = Reading()
     skeleton = _read_document(reading, doc)
     return None if reading.errors else _resolve_execution_orders(skeleton)
@@ -155,11 +149,8 @@ def _profile_document(profile: Profile) -> dict[str, Any]:
 
 
 def _quota_document(row: Quota) -> dict[str, Any]:
-    doc: dict[str, Any] = {"scope": row.scope, "key": row.key}
-    for field, amount in (("reserved", row.reserved), ("limit", row.limit)):
-        if amount is not None:
-            doc[field] = format_quantity(amount)
-    return doc
+    amounts = (("reserved", row.reserved), ("limit", row.limit))
+    return {"scope": row.scope, "key": row.key, **{f: format_quantity(a) for f, a in amounts if a is not None}}
 
 
 def _full_orders(config: Config) -> dict[str, list[str]]:
@@ -182,7 +173,7 @@ def _read_document(reading: Reading, doc: object) -> Config:
     obj = _object(reading, doc, "", DOCUMENT_FIELDS, "the document")
     if obj is None:
         return Config()
-    config = Config(
+    return Config(
         pools=tuple(_read_pool(reading, item, f"pools[{i}]")
                     for i, item in enumerate(_list(reading, obj, "pools", "pools", MAX_POOLS))),
         profiles=tuple(_read_profile(reading, item, f"profiles[{i}]")
@@ -190,13 +181,6 @@ def _read_document(reading: Reading, doc: object) -> Config:
         policies=tuple(_read_policy(reading, item, f"policies[{i}]")
                        for i, item in enumerate(_list(reading, obj, "policies", "policies", MAX_POLICIES))),
     )
-    for field, count, limit, what in (
-            ("profiles", sum(len(p.pools) for p in config.profiles), MAX_ALL_CONNECTIONS, "connections"),
-            ("profiles", sum(len(p.policies) for p in config.profiles), MAX_ALL_QUEUES, "policies listed (queues)"),
-            ("policies", sum(len(p.quotas) for p in config.policies), MAX_ALL_QUOTAS, "quota rows")):
-        if count > limit:
-            reading.error(field, "too_many", f"the {field} have {count:,} {what} in all, at most {limit:,} are allowed")
-    return config
 
 
 def _read_pool(reading: Reading, raw: object, path: str) -> Pool:

@@ -10,10 +10,8 @@ the three or four keys a real pool has, and every text is of a real length.
 
 from __future__ import annotations
 
-from reconcile.document import (
-    MAX_ALL_CONNECTIONS, MAX_ALL_QUEUES, MAX_ALL_QUOTAS, MAX_CONNECTIONS, MAX_POLICIES, MAX_POOLS, MAX_PROFILES,
-    MAX_QUOTAS,
-)
+from reconcile.document import MAX_CONNECTIONS, MAX_POLICIES, MAX_POOLS, MAX_PROFILES, MAX_QUOTAS
+from reconcile.document_checks import MAX_ALL_CONNECTIONS, MAX_ALL_QUEUES, MAX_ALL_QUOTAS
 
 KEYS = ("gpu", "mcpu", "memory_mb", "ephemeral_mb")
 CAPACITY = {"gpu": 8, "mcpu": 256_000, "memory_mb": 2_048_000, "ephemeral_mb": 7_000_000}

@@ -32,13 +32,14 @@ test: $(STAMP)
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-## make bench: print the engine's, the service's, the event stream's, the front door's and the console's figures; write bench/results.json
+## make bench: print the engine's, the service's, the event stream's, the front door's, the console's and the configuration pages' figures; write bench/results.json
 bench: $(STAMP)
 	$(PY) -m bench.engine
 	$(PY) -m bench.runtime
 	$(PY) -m bench.events
 	$(PY) -m bench.front_door
 	$(PY) -m bench.console
+	$(PY) -m bench.config_pages
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

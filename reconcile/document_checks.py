@@ -6,6 +6,7 @@ an empty vector, a quota amount ``None``). ``Reading`` remembers where errors we
 skips what it cannot judge instead of reporting a second, spurious error. This module then
 checks, in order and each in document order:
 
+0. totals: connections, queues and quota rows in all (decision 93);
 1. references: duplicate names, unknown pools, profiles and policies, a reference listed twice,
    an execution order naming a profile not connected to the pool, a repeated quota row;
 2. semantics (skipping entries with errors): pool-scoped reservations above the pool's capacity,
@@ -29,6 +30,9 @@ from .quantity import STEP_RUN, Vector, quantity_text, unmetered_keys
 from .quota import Ineligible, PoolTerms, ineligibility, pool_terms
 
 _NO_LIMITS = Policy("")  # a policy without quota rows: its terms check pool capacity only (R-11)
+# In all the profiles or policies: what bounds the work of every page that shows the whole
+# configuration (a line per item); each entry's own limits are reconcile.document's.
+MAX_ALL_CONNECTIONS, MAX_ALL_QUEUES, MAX_ALL_QUOTAS = 2_000, 5_000, 5_000
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,16 @@ class Names:
             return first_index([e.name for e in entries]) if reading.intact(field) else None
 
         return cls(kind("pools", config.pools), kind("profiles", config.profiles), kind("policies", config.policies))
+
+
+def check_totals(config: Config, reading: Reading) -> None:
+    """An error at the list (which leaves it unreadable to the checks after) past a total."""
+    for field, count, limit, what in (
+            ("profiles", sum(len(p.pools) for p in config.profiles), MAX_ALL_CONNECTIONS, "connections"),
+            ("profiles", sum(len(p.policies) for p in config.profiles), MAX_ALL_QUEUES, "policies listed (queues)"),
+            ("policies", sum(len(p.quotas) for p in config.policies), MAX_ALL_QUOTAS, "quota rows")):
+        if count > limit:
+            reading.error(field, "too_many", f"the {field} have {count:,} {what} in all, at most {limit:,} are allowed")
 
 
 def check_references(config: Config, reading: Reading) -> Names:

@@ -17,7 +17,7 @@ from typing import Any
 from poolctl.commands import Commands, Output, client_for
 from poolctl.errors import InvalidInput, UsageError
 from poolctl.models import Issue, Preview, Validation
-from poolctl.render import Cell, local_time, number_cell
+from poolctl.render import Cell, json_text, local_time, number_cell, printable
 
 
 def is_yaml(name: str) -> bool:
@@ -81,7 +81,7 @@ def cmd_export(args: argparse.Namespace, out: Output) -> int:
         out.say(f"exported version {document.get('version')} to {args.file}")
         out.result({"version": document.get("version"), "file": args.file}, lambda: None)
     else:
-        out.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        out.stdout.write(json_text(document) + "\n")
     return 0
 
 
@@ -116,6 +116,7 @@ def preview_text(out: Output, preview: Preview) -> str:
             lines.append(f"{outcome:<10} request {r.id} ({r.policy}/{r.profile}{', ' + r.pool if r.pool else ''}): "
                          f"{r.reason}: {r.message}")
     lines += [f"refused    {r.get('kind')} {r.get('name')}: {r.get('message')}" for r in preview.refusals]
+    lines = [printable(line) for line in lines]
     rows = [[u["policy"], u["scope"], u["key"], *_figures(u.get("before")), *_figures(u.get("after"))]
             for u in preview.usage if u.get("before") != u.get("after")]
     if rows:

@@ -24,7 +24,7 @@ from poolctl.commands import (Commands, Handler, Output, Parser, client_for, com
 from poolctl.config import normalise_url, read_file, write_file
 from poolctl.errors import FAILURE, INTERRUPTED, Interrupted, PoolctlError, UsageError, ended
 from poolctl.models import Request
-from poolctl.render import Cell, duration, local_time, number_cell, quantities, state_cell, state_word
+from poolctl.render import Cell, duration, local_time, number_cell, printable, quantities, state_cell, state_word
 from poolctl.run import add_run_command
 from poolctl.submission import add_submission_arguments, seconds, submission_from
 
@@ -36,7 +36,8 @@ def describe(request: Request) -> str:
     where = f" on pool {request.pool}" if request.pool else ""
     place = f" · position {request.position}" if request.position is not None else ""
     why = f" · {request.reason}: {request.message}" if request.reason else ""
-    return f"request {request.id} ({request.policy}/{request.profile}) {state_word(request.state)}{where}{place}{why}"
+    return printable(f"request {request.id} ({request.policy}/{request.profile}) {state_word(request.state)}"
+                     f"{where}{place}{why}")
 
 
 def next_steps(request: Request) -> tuple[str, ...]:
@@ -65,7 +66,7 @@ def details(request: Request) -> str:
         ("lease until", local_time(request.lease_expires_at) if request.live else ""),
         ("finished", local_time(request.finished_at)),
     ]
-    return "\n".join(f"{name:<12} {value}" for name, value in rows if value)
+    return "\n".join(f"{name:<12} {printable(value)}" for name, value in rows if value)
 
 
 def show_request(out: Output, request: Request, human: Callable[[], str] | None = None) -> int:

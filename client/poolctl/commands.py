@@ -7,7 +7,6 @@ stdout gets the result — a table for people, or with ``--json`` one JSON docum
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -17,7 +16,7 @@ from typing import Any, TextIO
 from poolctl.api import Client, RequestRef
 from poolctl.errors import EXIT_CODES, USAGE, PoolctlError
 from poolctl.models import Request
-from poolctl.render import Cell, Progress, colour_wanted, table, terminal_width
+from poolctl.render import Cell, Progress, colour_wanted, json_text, printable, table, terminal_width
 from poolctl.watch import RequestWatch
 
 Handler = Callable[[argparse.Namespace, "Output"], "int | None"]
@@ -26,7 +25,8 @@ Handler = Callable[[argparse.Namespace, "Output"], "int | None"]
 @dataclass
 class Output:
     """Where results and messages go: stdout gets the result (a table, or the JSON document),
-    stderr every message and hint."""
+    stderr every message and hint. A human result is made of tables and lines that pass the
+    server's text through ``printable``; JSON and messages pass through it here."""
 
     json: bool = False
     debug: bool = False
@@ -39,15 +39,14 @@ class Output:
 
     def result(self, document: Any, human: Callable[[], str | None]) -> None:
         if self.json:
-            json.dump(document, self.stdout, indent=2, ensure_ascii=False)
-            self.stdout.write("\n")
+            self.stdout.write(json_text(document) + "\n")
         else:
             text = human()
             if text:
                 self.stdout.write(text + "\n")
 
     def say(self, message: str) -> None:
-        self.stderr.write(message + "\n")
+        self.stderr.write(printable(message) + "\n")
         self.stderr.flush()
 
     def hint(self, *commands: str) -> None:

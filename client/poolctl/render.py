@@ -4,11 +4,16 @@ Colour only on a terminal, never with ``NO_COLOR`` set (https://no-color.org) or
 The progress line rewrites itself in place only when both stdout and stderr are terminals;
 otherwise it prints a plain line each time the state, reason or place changes, so a log shows
 the history instead of carriage returns.
+
+Every text the server supplies goes through ``printable`` before it is printed (table cells, the
+lines built here and in the commands, messages, JSON): a name or a reason is shown, never obeyed.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Sequence
@@ -21,6 +26,31 @@ from poolctl.models import Request
 STATE_COLOURS = {"pending": "33", "allocated": "32", "preempting": "35", "released": "2",
                  "preempted": "31", "rejected": "31", "cancelled": "2", "expired": "31"}
 QUEUED = {"pending": "queued"}  # the spec's word for people (§2)
+# What a terminal acts on instead of showing: C0 and C1 controls (ESC, CSI, OSC: a window title, a
+# cleared screen, a clipboard write), DEL, and the bidirectional embeddings, overrides and isolates
+# that reorder a line. The server refuses them in configuration text now (docs/api.md §1), but a
+# version stored before, or any other text of a server, may hold them.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str, multiline: bool = False) -> str:
+    r"""Server text made safe to print: each control character written as a ``\uXXXX`` escape
+    (valid inside a JSON string too); a newline is kept only in a text of several lines.
+
+    >>> printable("dev\x1b]0;title\x07 \u202eexe")
+    'dev\\u001b]0;title\\u0007 \\u202eexe'
+    """
+    def escape(found: re.Match[str]) -> str:
+        char = found.group()
+        return char if multiline and char == "\n" else f"\\u{ord(char):04x}"
+
+    return _CONTROL.sub(escape, text)
+
+
+def json_text(document: object) -> str:
+    """The JSON document as printed: indented, non-ASCII kept, and safe on a terminal (json escapes
+    C0 controls itself; C1, DEL and bidirectional controls it writes raw)."""
+    return printable(json.dumps(document, indent=2, ensure_ascii=False), multiline=True)
 
 
 def colour_wanted(stream: TextIO) -> bool:
@@ -53,7 +83,8 @@ def number_cell(value: object) -> Cell:
 def table(headers: Sequence[str], rows: Sequence[Sequence[Cell | str]], *, colour: bool = False,
           width: int | None = None) -> str:
     """Columns padded to their widest cell; the last column cut to ``width`` when given."""
-    cells = [[cell if isinstance(cell, Cell) else Cell(str(cell)) for cell in row] for row in rows]
+    cells = [[Cell(printable(cell.text), cell.style, cell.right) if isinstance(cell, Cell)
+              else Cell(printable(str(cell))) for cell in row] for row in rows]
     widths = [len(header) for header in headers]
     for row in cells:
         for index, cell in enumerate(row):
@@ -114,7 +145,7 @@ def waiting_line(request: Request, waited: float, trouble: str | None = None) ->
     parts.append(duration(waited))
     if trouble:
         parts.append(f"retrying: {trouble}")
-    return " · ".join(parts)
+    return printable(" · ".join(parts))
 
 
 class Progress:

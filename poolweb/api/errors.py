@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from poolweb.api.parsers import PayloadTooLarge
+from poolweb.json_input import JSONRefused
 from poolweb.sql import busy_message
 from reconcile.document import Issue
 
@@ -62,6 +63,8 @@ def bad_request(errors: list[Issue]) -> Response:
 def exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):
         exc = PayloadTooLarge(f"the request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
+    if isinstance(exc, JSONRefused):
+        return bad_request([exc.issue])
     if isinstance(exc, exceptions.ParseError):
         return bad_request([Issue("", "malformed_json", str(exc.detail))])
     if isinstance(exc, exceptions.ValidationError):

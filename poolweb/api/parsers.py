@@ -5,11 +5,11 @@ this module must not import that (nor poolweb.api.errors, which does)."""
 
 from __future__ import annotations
 
-import io
-
 from django.conf import settings
 from rest_framework import exceptions, status
 from rest_framework.parsers import JSONParser
+
+from poolweb.json_input import read_json
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -23,15 +23,17 @@ def body_limit() -> int:
 
 
 class BoundedJSONParser(JSONParser):
-    """JSON with the guards DRF lacks: a body size limit (also without a Content-Length), and
-    nesting too deep for Python's parser (a RecursionError, which would otherwise be a 500)."""
+    """JSON with the guards DRF lacks: a body size limit (also without a Content-Length), and the
+    bounds of ``poolweb.json_input`` (nesting, integers), refused as a 400 that names the field."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         limit = body_limit()
         body = stream.read(limit + 1) if stream is not None else b""
         if len(body) > limit:
             raise PayloadTooLarge(f"the request body is larger than {limit} bytes")
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         try:
-            return super().parse(io.BytesIO(body), media_type, parser_context)
-        except RecursionError:
-            raise exceptions.ParseError("JSON parse error - the body nests too deeply") from None
+            text = body.decode(encoding)
+        except UnicodeDecodeError as error:
+            raise exceptions.ParseError(f"JSON parse error - {error}") from None
+        return read_json(text)  # JSONRefused: poolweb.api.errors makes it a 400

@@ -7,6 +7,9 @@ Defaults are those of docs/api.md §1 (``description ""``, connection name = poo
 listed connected profiles, then the other connected ones by name. A value that is not a
 quantity is shown as written.
 
+A document beyond the limits of §1 (a draft being edited may be) is shown as far as a document at
+the limits goes (``_Shown``), so drawing it costs no more.
+
 The draft's cards are compared with the live ones by name: a card is *added*, *changed* (in the
 fields that differ) or not marked; live entries the draft no longer has are listed as removed.
 """
@@ -16,26 +19,45 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from itertools import islice
 from typing import Any
 
 from poolweb.console.cards import (
     Amount, Board, Finding, Link, Mark, PolicyCard, PoolCard, ProfileCard, QuotaLine, Removed, key_order,
 )
 from reconcile import ALL_POOLS, QuantityError, parse_quantity
+from reconcile.document import MAX_CONNECTIONS, MAX_KEYS, MAX_POLICIES, MAX_POOLS, MAX_PROFILES, MAX_QUOTAS
+from reconcile.document_checks import MAX_ALL_CONNECTIONS, MAX_ALL_QUEUES, MAX_ALL_QUOTAS
 from reconcile.quantity import quantity_text
 
 _CARD_PATH = re.compile(r"(pools|profiles|policies)\[(\d+)\]")
 
 
+class _Shown:
+    """How much of a document the cards show: what a document at the limits of docs/api.md §1
+    holds, so a draft beyond them (its ``too_many`` errors say so) costs no more to draw."""
+
+    def __init__(self) -> None:
+        self.left = {"connections": MAX_ALL_CONNECTIONS, "policies": MAX_ALL_QUEUES, "quotas": MAX_ALL_QUOTAS}
+
+    def items(self, raw: Any, most: int, total: str) -> list:
+        """The first items of the list ``raw`` (none when it is not a list): at most ``most``, and
+        at most what is left of the ``total`` over every card."""
+        found = raw[:min(most, self.left[total])] if isinstance(raw, list) else []
+        self.left[total] -= len(found)
+        return found
+
+
 def document_board(document: Any) -> Board:
     """The cards of a configuration document (a version's, or a draft), without marks."""
-    profiles = tuple(_profile(i, raw) for i, raw in _entries(document, "profiles"))
+    shown = _Shown()
+    profiles = tuple(_profile(i, raw, shown) for i, raw in _entries(document, "profiles", MAX_PROFILES))
     connected: dict[str, list[str]] = {}
     for profile in profiles:
         for link in profile.connections:
             connected.setdefault(link.pool, []).append(profile.name)
-    pools = tuple(_pool(i, raw, connected) for i, raw in _entries(document, "pools"))
-    policies = tuple(_policy(i, raw) for i, raw in _entries(document, "policies"))
+    pools = tuple(_pool(i, raw, connected) for i, raw in _entries(document, "pools", MAX_POOLS))
+    policies = tuple(_policy(i, raw, shown) for i, raw in _entries(document, "policies", MAX_POLICIES))
     return Board(pools, profiles, policies)
 
 
@@ -51,11 +73,12 @@ def draft_board(document: Any, live: Board, errors: Iterable[Mapping], warnings:
     shown = {(kind, card.index) for kind, cards in (("pools", pools), ("profiles", profiles),
                                                     ("policies", policies)) for card in cards}
     summary += [issue for at, issues in placed.items() if at not in shown for issue in issues]
-    removed = tuple(Removed(kind, card.name) for kind, old, new in (("pool", live.pools, pools),
-                                                                    ("profile", live.profiles, profiles),
-                                                                    ("policy", live.policies, policies))
-                    for card in old if card.name not in {c.name for c in new})
-    return Board(pools, profiles, policies, editing=True, removed=removed, issues=tuple(summary))
+    removed: list[Removed] = []
+    for kind, old, new in (("pool", live.pools, pools), ("profile", live.profiles, profiles),
+                           ("policy", live.policies, policies)):
+        kept = {card.name for card in new}
+        removed += [Removed(kind, card.name) for card in old if card.name not in kept]
+    return Board(pools, profiles, policies, editing=True, removed=tuple(removed), issues=tuple(summary))
 
 
 def _marked(cards: tuple, live: tuple, placed: dict[tuple[str, int], list[Finding]], kind: str) -> tuple:
@@ -91,35 +114,38 @@ def _placed(issues: list[Finding]) -> tuple[dict[tuple[str, int], list[Finding]]
 # Lenient readers: whatever the entry holds, a card (never an exception).
 
 
-def _entries(document: Any, kind: str) -> list[tuple[int, Mapping]]:
+def _entries(document: Any, kind: str, most: int) -> list[tuple[int, Mapping]]:
     items = document.get(kind) if isinstance(document, Mapping) else None
     if not isinstance(items, list):
         return []
-    return [(i, item) for i, item in enumerate(items) if isinstance(item, Mapping)]
+    return [(i, item) for i, item in enumerate(items[:most]) if isinstance(item, Mapping)]
 
 
 def _pool(index: int, raw: Mapping, connected: Mapping[str, list[str]]) -> PoolCard:
     name = _text(raw.get("name"))
     profiles = connected.get(name, [])
-    listed = [p for p in dict.fromkeys(_names(raw.get("execution_order"))) if p in profiles]
+    written = raw.get("execution_order")
+    listed = [p for p in dict.fromkeys(_names(written[:MAX_PROFILES] if isinstance(written, list) else ()))
+              if p in profiles]
     order = (*listed, *sorted(set(profiles) - set(listed)))
     return PoolCard(index, name, _text(raw.get("description")), _amounts(raw.get("capacity")), order)
 
 
-def _profile(index: int, raw: Mapping) -> ProfileCard:
+def _profile(index: int, raw: Mapping, shown: _Shown) -> ProfileCard:
     links = []
-    for connection in raw.get("connections") if isinstance(raw.get("connections"), list) else []:
+    for connection in shown.items(raw.get("connections"), MAX_CONNECTIONS, "connections"):
         if isinstance(connection, Mapping):
             pool = _text(connection.get("pool"))
             links.append(Link(pool, _text(connection.get("name")) or pool))
     return ProfileCard(index, _text(raw.get("name")), _text(raw.get("description")), _amounts(raw.get("resources")),
-                       raw.get("dynamic") is True, tuple(links), _names(raw.get("policies")))
+                       raw.get("dynamic") is True, tuple(links),
+                       _names(shown.items(raw.get("policies"), MAX_POLICIES, "policies")))
 
 
-def _policy(index: int, raw: Mapping) -> PolicyCard:
+def _policy(index: int, raw: Mapping, shown: _Shown) -> PolicyCard:
     quotas = tuple(QuotaLine(_text(q.get("scope", ALL_POOLS)), _text(q.get("key")), _quantity(q.get("reserved")),
                              _quantity(q.get("limit")))
-                   for q in (raw.get("quotas") if isinstance(raw.get("quotas"), list) else []) if isinstance(q, Mapping))
+                   for q in shown.items(raw.get("quotas"), MAX_QUOTAS, "quotas") if isinstance(q, Mapping))
     return PolicyCard(index, _text(raw.get("name")), _text(raw.get("description")), _text(raw.get("group")),
                       _text(raw.get("priority", 0)), quotas)
 
@@ -127,7 +153,7 @@ def _policy(index: int, raw: Mapping) -> PolicyCard:
 def _amounts(raw: Any) -> tuple[Amount, ...]:
     if not isinstance(raw, Mapping):
         return ()
-    shown = ((str(key), _quantity(value)) for key, value in raw.items())
+    shown = ((str(key), _quantity(value)) for key, value in islice(raw.items(), MAX_KEYS))
     return tuple(Amount(key, text) for key, text in sorted(shown, key=lambda a: key_order(a[0])) if text != "0")
 
 
@@ -145,4 +171,4 @@ def _text(raw: Any) -> str:
 
 
 def _names(raw: Any) -> tuple[str, ...]:
-    return tuple(_text(item) for item in raw) if isinstance(raw, list) else ()
+    return tuple(_text(item) for item in raw) if isinstance(raw, (list, tuple)) else ()

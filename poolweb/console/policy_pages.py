@@ -108,6 +108,11 @@ class PolicyView:
     more_running: int  # live requests not listed
     requests_query: str  # /requests/ filtered to its running requests
 
+    @property
+    def rows(self) -> str:
+        """Its scopes and keys, as policies.js writes them to notice a change: "*/gpu h100/gpu "."""
+        return "".join(f"{bar.scope}/{bar.key} " for bar in self.bars)
+
 
 def policy_views(user, names: list[str] | None = None) -> list[PolicyView]:
     audience = audience_of(user)

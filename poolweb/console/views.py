@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from poolweb.console import pages
 from poolweb.console.cards import config_board
 from poolweb.console.drafts import document_board, draft_board
+from poolweb.json_input import JSONRefused, read_json
 from poolweb.selectors.configuration import live_configuration
 from poolweb.selectors.diffs import draft_changes, version_changes, version_summaries
 from poolweb.selectors.drafts import draft_info
@@ -26,8 +27,11 @@ from poolweb.selectors.live import pool_states
 from poolweb.selectors.versions import ConfigNotFound, live_config, version_get, version_list
 from poolweb.services.preview import draft_preview
 from reconcile.diff import summarize
+from reconcile.document import Issue
 
 VERSIONS_PER_PAGE = 50
+MAX_FINDING_PATH = 1000  # the API's paths are a few dozen characters; Python reads any index this long
+MAX_FINDINGS = 2000  # of each level: the API reports 1,000 errors at most, and a warning or two per entry
 
 
 def admin_required(view):
@@ -62,13 +66,13 @@ def configuration(request: HttpRequest) -> HttpResponse:
 def editor_board(request: HttpRequest) -> HttpResponse:
     """The board of the draft being edited: ``{"document", "errors", "warnings"}`` in, HTML out."""
     try:
-        body = json.loads(request.body)
-    except (ValueError, UnicodeDecodeError):
-        return HttpResponseBadRequest("the body is not JSON")
-    if not isinstance(body, dict):
-        return HttpResponseBadRequest('the body is {"document", "errors", "warnings"}')
-    live = config_board(live_config())
-    board = draft_board(body.get("document"), live, _list(body.get("errors")), _list(body.get("warnings")))
+        body = read_json(request.body)
+        if not isinstance(body, dict):
+            return HttpResponseBadRequest('the body is {"document", "errors", "warnings"}')
+        errors, warnings = _findings(body, "errors"), _findings(body, "warnings")
+    except JSONRefused as refused:
+        return HttpResponseBadRequest(str(refused))
+    board = draft_board(body.get("document"), config_board(live_config()), errors, warnings)
     return render(request, "console/partials/board.html", {"board": board})
 
 
@@ -130,5 +134,16 @@ def version_compare(request: HttpRequest) -> HttpResponse:
     return redirect("console:version-diff", a=a, b=b)
 
 
-def _list(value) -> list:
-    return value if isinstance(value, list) else []
+def _findings(body: dict, field: str) -> list:
+    """The API's errors or warnings as the page sends them back, read leniently (anything but a
+    list is none, the first ``MAX_FINDINGS`` are shown), but a path longer than any the API writes
+    is refused: its index is no card's."""
+    found = body.get(field)
+    if not isinstance(found, list):
+        return []
+    found = found[:MAX_FINDINGS]
+    for i, issue in enumerate(found):
+        if isinstance(issue, dict) and len(str(issue.get("path", ""))) > MAX_FINDING_PATH:
+            raise JSONRefused(Issue(f"{field}[{i}].path", "too_long",
+                                    f"a path has at most {MAX_FINDING_PATH} characters"))
+    return found

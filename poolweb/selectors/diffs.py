@@ -15,7 +15,7 @@ from poolweb.models import ConfigVersion
 from poolweb.selectors.versions import draft_get, live_version, version_get
 from reconcile import Config
 from reconcile.diff import Change, diff, summarize
-from reconcile.document import parse_document
+from reconcile.document import parse_document, read_document
 
 
 def version_config(number: int) -> Config:
@@ -26,10 +26,10 @@ def version_config(number: int) -> Config:
 def config_of(version: ConfigVersion | None) -> Config:
     if version is None:
         return Config()
-    parsed = parse_document(version.document)
-    if parsed.config is None:  # provision validates, so this is a damaged row
-        raise ValueError(f"version {version.number} does not parse: {parsed.errors[:3]}")
-    return parsed.config
+    config = read_document(version.document)  # provision validated it: no need to check it again
+    if config is None:  # a damaged row
+        raise ValueError(f"version {version.number} does not read as a configuration")
+    return config
 
 
 def version_changes(*, before: int, after: int) -> tuple[Change, ...]:

@@ -13,7 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
+from django.db.models import Count, F, QuerySet, Window
+from django.db.models.functions import RowNumber
 
 from poolweb.models import Request, RequestChange
 from poolweb.selectors.versions import live_config
@@ -142,11 +143,12 @@ def request_by_idempotency_key(*, user, key: str) -> Request | None:
 
 def running_of_policies(names: Sequence[str], most: int) -> dict[str, tuple[list[Request], int]]:
     """Per policy of ``names``: its live requests (allocated or preempting), longest running first
-    and at most ``most`` of them, and how many it has in all. A query or two per policy, whatever
-    the number of requests."""
-    found = {}
-    for name in names:
-        rows = Request.objects.filter(policy=name, state__in=LIVE_STATES)
-        shown = list(rows.select_related("owner").order_by("allocated_at", "id")[:most])
-        found[name] = (shown, len(shown) if len(shown) < most else rows.count())
+    and at most ``most`` of them, and how many it has in all. Two queries, whatever the number of
+    policies (a window numbers each policy's requests) and of requests."""
+    live = Request.objects.filter(policy__in=names, state__in=LIVE_STATES)
+    counts = dict(live.order_by().values("policy").annotate(n=Count("id")).values_list("policy", "n"))
+    place = Window(RowNumber(), partition_by=F("policy"), order_by=(F("allocated_at").asc(), F("id").asc()))
+    found: dict[str, tuple[list[Request], int]] = {name: ([], counts.get(name, 0)) for name in names}
+    for row in live.annotate(place=place).filter(place__lte=most).select_related("owner").order_by("place"):
+        found[row.policy][0].append(row)
     return found

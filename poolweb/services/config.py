@@ -148,7 +148,7 @@ def _provision(*, document: Any, author, comment: str, author_name: str = "",
     same transaction."""
     # The document is judged before the transaction: on SQLite a transaction holds the write lock.
     checked = validate_document(_without_version(document))
-    errors = (checked.errors + text_errors(comment, "comment", MAX_COMMENT)
+    errors = (checked.errors + text_errors(comment, "comment", MAX_COMMENT, multiline=True)
               + text_errors(author_name, "author", MAX_AUTHOR_NAME))
     if errors or checked.config is None:
         raise ConfigInvalid(errors)

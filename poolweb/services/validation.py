@@ -34,12 +34,20 @@ TOP_LEVEL = frozenset({"pools", "profiles", "policies"})
 # Errors that make a body "malformed" (refused even as a draft): the value is not of the shape
 # §1 describes. Everything else (names, references, semantics) is saved in a draft.
 MALFORMED = frozenset({"invalid_type", "invalid_quantity", "invalid_key", "too_long", "too_many", "unknown_field",
-                       "out_of_range", "too_many_errors", "invalid_character", "invalid_number", "too_deep",
-                       "too_large"})
+                       "out_of_range", "too_many_errors", "invalid_character", "control_character",
+                       "invalid_number", "too_deep", "too_large"})
 REFUSAL_PATHS = {"pool": "pools", "profile": "profiles", "policy": "policies"}  # R-57 errors point at the list
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _NOT_STORABLE = "text must not contain NUL characters or unpaired surrogates"
 _NOT_STORABLE_CHARACTER = re.compile("[\x00\ud800-\udfff]")  # a str holds a surrogate only unpaired
+# What a terminal or a page would act on instead of showing: C0 and C1 controls (ESC, CSI, OSC: a
+# window title, a cleared screen, a clipboard write), DEL, and the bidirectional embeddings,
+# overrides and isolates that reorder what is shown. poolctl neutralises the same set
+# (poolctl.render.printable) for text stored before this rule.
+_CONTROL = "\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069"
+_CONTROL_CHARACTER = re.compile(f"[\n{_CONTROL}]")
+_CONTROL_BUT_NEWLINE = re.compile(f"[{_CONTROL}]")
+MULTILINE = frozenset({"description"})  # the document's fields of several lines (a textarea's)
 
 
 @dataclass(frozen=True)
@@ -88,15 +96,14 @@ def refusal_errors(refusals: Iterable[Refusal]) -> list[Issue]:
                   f"{r.message}: release or cancel them before removing it (R-57)") for r in refusals]
 
 
-def text_errors(value: Any, path: str, limit: int) -> list[Issue]:
-    """A free text field (a version's comment): a string of at most ``limit`` storable characters."""
+def text_errors(value: Any, path: str, limit: int, multiline: bool = False) -> list[Issue]:
+    """A free text field (a version's comment, its author): a string of at most ``limit`` storable
+    characters without control characters (newlines allowed when ``multiline``)."""
     if not isinstance(value, str):
         return [Issue(path, "invalid_type", f"{path} is a string, not {json_type(value)}")]
     if len(value) > limit:
         return [Issue(path, "too_long", f"{path} has {len(value)} characters, at most {limit} are allowed")]
-    if not storable(value):
-        return [Issue(path, "invalid_character", _NOT_STORABLE)]
-    return []
+    return _character_errors(value, path, multiline)
 
 
 def _with_structure(errors: list[Issue], document: Any) -> list[Issue]:
@@ -106,9 +113,10 @@ def _with_structure(errors: list[Issue], document: Any) -> list[Issue]:
 
 
 def structure_errors(document: Any) -> list[Issue]:
-    """NUL characters and lone surrogates (PostgreSQL refuses them), text over ``MAX_TEXT``,
-    non-finite numbers, non-JSON values (YAML dates, sets), non-string keys, nesting deeper than
-    ``MAX_DEPTH``; the walk stops after ``MAX_NODES`` values or 100 findings."""
+    """NUL characters and lone surrogates (PostgreSQL refuses them), control characters (a newline
+    only in a ``MULTILINE`` field), text over ``MAX_TEXT``, non-finite numbers, non-JSON values (YAML
+    dates, sets), non-string keys, nesting deeper than ``MAX_DEPTH``; the walk stops after
+    ``MAX_NODES`` values or 100 findings."""
     found: list[Issue] = []
     stack: list[tuple[Any, str, int]] = [(document, "", 0)]
     visited = 0
@@ -122,7 +130,8 @@ def structure_errors(document: Any) -> list[Issue]:
             found.append(Issue(path, "too_deep", f"values nest at most {MAX_DEPTH} deep"))
         elif isinstance(value, dict):
             for key, inner in reversed(value.items()):
-                if not isinstance(key, str) or len(key) > MAX_TEXT or not storable(key):
+                if (not isinstance(key, str) or len(key) > MAX_TEXT or not storable(key)
+                        or _CONTROL_CHARACTER.search(key)):
                     found.append(Issue(path, "invalid_key", "object keys are plain strings"))
                 else:
                     stack.append((inner, _child(path, key), depth + 1))
@@ -137,12 +146,23 @@ def _leaf_errors(value: Any, path: str) -> list[Issue]:
     if isinstance(value, str):
         if len(value) > MAX_TEXT:
             return [Issue(path, "too_long", f"text is at most {MAX_TEXT} characters")]
-        return [] if storable(value) else [Issue(path, "invalid_character", _NOT_STORABLE)]
+        return _character_errors(value, path, multiline=path.rpartition(".")[2] in MULTILINE)
     if isinstance(value, float) and not math.isfinite(value):
         return [Issue(path, "invalid_number", "numbers must be finite")]
     if not (value is None or isinstance(value, (bool, int, float))):
         return [Issue(path, "invalid_type", f"{json_type(value)} is not a JSON value")]
     return []
+
+
+def _character_errors(text: str, path: str, multiline: bool) -> list[Issue]:
+    if not storable(text):
+        return [Issue(path, "invalid_character", _NOT_STORABLE)]
+    found = (_CONTROL_BUT_NEWLINE if multiline else _CONTROL_CHARACTER).search(text)
+    if found is None:
+        return []
+    line = "; this text is one line" if found.group() == "\n" else ""
+    return [Issue(path, "control_character", f"text must not contain control characters: U+{ord(found.group()):04X} "
+                                             f"at character {found.start() + 1}{line}")]
 
 
 def storable(text: str) -> bool:

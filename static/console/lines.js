@@ -5,14 +5,23 @@
 const SVG = "http://www.w3.org/2000/svg";
 const SPREAD = 12; // px between the ends of lines that meet one card
 
-function cardOf(board, kind, name) {
-  return [...board.querySelectorAll(`[data-${kind}-card]`)].find((card) => card.dataset[kind] === name);
-}
-
 function ends(count, place, rect, origin) {
   const middle = rect.left - origin.left + rect.width / 2;
   const offset = Math.max(-rect.width / 3, Math.min(rect.width / 3, (place - (count - 1) / 2) * SPREAD));
   return middle + offset;
+}
+
+// Each pool card once: its box, and each profile's place in its execution order. Looking a pool
+// up per line instead (every card, then every item of its order) made drawing quadratic: seconds
+// for the 2,000 connections a configuration may have (docs/api.md §1).
+function poolsOf(board) {
+  const pools = new Map();
+  for (const card of board.querySelectorAll("[data-pool-card]")) {
+    const items = [...card.querySelectorAll('[data-list="execution"] > li')];
+    pools.set(card.dataset.pool, { rect: card.getBoundingClientRect(), count: items.length,
+                                   places: new Map(items.map((li, at) => [li.dataset.item, at])), drawn: 0 });
+  }
+  return pools;
 }
 
 function drawLines(board) {
@@ -21,22 +30,21 @@ function drawLines(board) {
   const origin = board.getBoundingClientRect();
   svg.setAttribute("width", board.scrollWidth);
   svg.setAttribute("height", board.scrollHeight);
-  const seen = new Map(); // pool → lines drawn to it so far, to spread their ends
+  const pools = poolsOf(board);
   const paths = [];
   for (const profile of board.querySelectorAll("[data-profile-card]")) {
     const links = [...profile.querySelectorAll('[data-list="connections"] > li')];
+    const q = profile.getBoundingClientRect();
     links.forEach((link, place) => {
-      const pool = cardOf(board, "pool", link.dataset.item);
+      const pool = pools.get(link.dataset.item);
       if (!pool) return;
-      const into = pool.querySelectorAll('[data-list="execution"] > li');
-      const at = [...into].findIndex((li) => li.dataset.item === profile.dataset.profile);
-      const p = pool.getBoundingClientRect();
-      const q = profile.getBoundingClientRect();
-      const x1 = ends(into.length || 1, at < 0 ? seen.get(pool) ?? 0 : at, p, origin);
+      const at = pool.places.get(profile.dataset.profile) ?? pool.drawn;
+      const p = pool.rect;
+      const x1 = ends(pool.count || 1, at, p, origin);
       const y1 = p.bottom - origin.top;
       const x2 = ends(links.length, place, q, origin);
       const y2 = q.top - origin.top;
-      seen.set(pool, (seen.get(pool) ?? 0) + 1);
+      pool.drawn += 1;
       paths.push(line(profile.dataset.profile, link.dataset.item, place, [x1, y1, x2, y2], link));
     });
   }

@@ -10,6 +10,7 @@ from poolweb.services import config as services
 from poolweb.services.demo import demo_document
 from reconcile.document import parse_document
 from tests.poolweb.conftest import document
+from tests.poolweb.largest import largest_document
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +26,8 @@ def orders_and_names() -> dict:
     return doc
 
 
-@pytest.mark.parametrize("doc", [document(), demo_document(), orders_and_names()], ids=["tests", "demo", "orders"])
+@pytest.mark.parametrize("doc", [document(), demo_document(), orders_and_names(), largest_document()],
+                         ids=["tests", "demo", "orders", "at the limits"])
 def test_the_rows_of_a_version_are_the_configuration_its_document_says(alice, doc):
     version = services.config_provision_document(document=doc, author=alice)
     assert config_from_rows(version) == parse_document(version.document).config

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconcile import Config, Policy, Pool, Profile, Quota, Vector
-from reconcile.document import parse_document, to_document
+from reconcile.document import parse_document, read_document, to_document
 
 ERROR_CODES = {
     "required", "invalid_type", "unknown_field", "too_many", "too_long", "invalid_name", "duplicate_name",
@@ -125,12 +125,15 @@ CASES = [
     Case("a pool that is a number is refused", {"pools": [1], "profiles": [], "policies": []},
          [("pools[0]", "invalid_type")]),
     Case("a misspelt top-level field is refused", document(pool=[]), [("pool", "unknown_field")]),
-    Case("past 1000 errors the rest are only counted", document(*[pool(f"P{i}", gpu=-1) for i in range(600)]),
-         [issue for i in range(500) for issue in ((f"pools[{i}].name", "invalid_name"),
+    Case("past 1000 errors the rest are only counted",
+         document(*[pool(f"P{i}", gpu=-1) for i in range(200)], *[policy(f"Q{i}", priority=10**7) for i in range(500)]),
+         [issue for i in range(200) for issue in ((f"pools[{i}].name", "invalid_name"),
                                                    (f"pools[{i}].capacity.gpu", "invalid_quantity"))]
+         + [issue for i in range(300) for issue in ((f"policies[{i}].name", "invalid_name"),
+                                                     (f"policies[{i}].priority", "out_of_range"))]
          + [("", "too_many_errors")]),
     Case("the version is accepted and ignored", document(version="anything"), []),
-    Case("more than 1000 pools are too many", document(*[pool(f"p{i}") for i in range(1001)]), [("pools", "too_many")]),
+    Case("more than 200 pools are too many", document(*[pool(f"p{i}") for i in range(201)]), [("pools", "too_many")]),
     # Pools.
     Case("a pool without a name is refused", lists(pools=[{}]), [("pools[0].name", "required")]),
     Case("a misspelt pool field is refused", document(with_field(OK_POOL, descripton="x")),
@@ -193,8 +196,8 @@ CASES = [
     Case("a connection name of 101 characters is too long",
          document(with_field(OK_PROFILE, connections=[{"pool": "a", "name": "x" * 101}]), OK_POOL, OK_POLICY),
          [("profiles[0].connections[0].name", "too_long")]),
-    Case("more than 100 connections are too many",
-         document(with_field(OK_PROFILE, connections=[{"pool": "a"}] * 101), OK_POOL, OK_POLICY),
+    Case("more than 50 connections are too many",
+         document(with_field(OK_PROFILE, connections=[{"pool": "a"}] * 51), OK_POOL, OK_POLICY),
          [("profiles[0].connections", "too_many")]),
     Case("an unknown policy on a profile is refused", document(OK_POOL, profile("one", "a", "ghost")),
          [("profiles[0].policies[0]", "unknown_policy")]),
@@ -252,8 +255,19 @@ CASES = [
     Case("two rows for one scope and key are refused",
          document(policy("dev", row("gpu", limit=1), row("gpu", reserved=1, scope="*"))),
          [("policies[0].quotas[1]", "duplicate_quota")]),
-    Case("more than 100 quota rows are too many", document(policy("dev", *[row(f"k{i}", limit=1) for i in range(101)])),
+    Case("more than 64 quota rows are too many", document(policy("dev", *[row(f"k{i}", limit=1) for i in range(65)])),
          [("policies[0].quotas", "too_many")]),
+    Case("more than 2,000 connections in all are too many",
+         document(*[pool(f"p{i}", gpu=1) for i in range(50)],
+                  *[profile(f"r{n}", tuple(f"p{i}" for i in range(50))) for n in range(41)]),
+         [("profiles", "too_many")]),
+    Case("more than 5,000 policies listed by the profiles in all (queues) are too many",
+         document(pool("a", gpu=1), *[policy(f"q{i}") for i in range(500)],
+                  *[profile(f"r{n}", "a", tuple(f"q{i}" for i in range(500))) for n in range(11)]),
+         [("profiles", "too_many")]),
+    Case("more than 5,000 quota rows in all are too many",
+         document(*[policy(f"q{n}", *[row(f"k{i}", limit=1) for i in range(64)]) for n in range(79)]),
+         [("policies", "too_many")]),
     Case("two policies with one name are refused", document(OK_POLICY, OK_POLICY),
          [("policies[1].name", "duplicate_name")]),
     Case("pool-scoped reservations above capacity are refused at the last row",
@@ -483,6 +497,7 @@ def test_hostile_inputs_give_errors_and_never_raise(doc):
     parsed = parse_document(doc)
     assert parsed.config is None and parsed.errors
     assert {issue.code for issue in parsed.errors} <= ERROR_CODES
+    assert read_document(doc) is None
 
 
 # Properties.
@@ -580,6 +595,7 @@ def test_valid_documents_parse_and_round_trip(doc):
     assert again.config == parsed.config
     assert to_document(again.config) == normal
     assert parse_document(_through_json(normal)).config == parsed.config
+    assert read_document(doc) == read_document(normal) == parsed.config  # a stored version reads the same
     for pool_doc, pool_ in zip(doc["pools"], parsed.config.pools):
         listed = pool_doc.get("execution_order", [])
         assert list(pool_.execution_order[:len(listed)]) == listed

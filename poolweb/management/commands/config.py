@@ -24,6 +24,7 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import OperationalError
 
+from poolweb.json_input import read_json
 from poolweb.management.users import user_named
 from poolweb.sql import busy_message
 from poolweb.selectors.versions import config_live_document
@@ -45,12 +46,11 @@ def dump(document: dict, *, as_yaml: bool) -> str:
 
 def load(text: str, *, as_yaml: bool) -> Any:
     """The file's value; ``ValueError`` with a short reason when it does not parse."""
+    if not as_yaml:
+        return read_json(text)  # JSONRefused is a ValueError that names the field
     try:
-        if as_yaml:
-            return yaml.safe_load(text)
-        # NaN and Infinity are not JSON, whatever Python's parser would accept.
-        return json.loads(text, parse_constant=_refuse_constant)
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
         raise ValueError(str(error).splitlines()[0] if str(error) else type(error).__name__) from None
     except RecursionError:
         raise ValueError("the file nests too deeply") from None
@@ -63,10 +63,6 @@ def os_author() -> str:
     except (KeyError, OSError):  # no name for this uid (a container), no login
         user = "unknown"
     return f"{user}@{socket.gethostname()}"[:services.MAX_AUTHOR_NAME]
-
-
-def _refuse_constant(name: str) -> None:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 class Command(BaseCommand):

@@ -121,11 +121,12 @@ class Record:
     provisioned: list[int] = field(default_factory=list)
     probe_gap: float = 0.0  # the longest the health probe went unanswered (s)
     seen: list[int] = field(default_factory=list)  # the follower's seqs, in order
-    follower_drops: int = 0
+    follower_drops: int = 0  # connections tried, a refused one (the web server starting) too
     disorder: int = 0
     skipped: int = 0
     resyncs: int = 0
-    slow_sessions: int = 0
+    slow_resynced: int = 0  # slow catch-ups told resync (their point was pruned before they got there)
+    slow_checked: int = 0  # slow catch-ups that got every kept event: checked against the outbox
 
 
 def run(seconds: int) -> dict:
@@ -157,8 +158,21 @@ def run(seconds: int) -> dict:
     finally:
         _stop_server(server)
     text = log.read_text()
-    figures.update(restarts=text.count("starting it again in"), tracebacks_logged=text.count("Traceback"))
+    figures.update(restarts=text.count("starting it again in"), tracebacks_logged=text.count("Traceback"),
+                   what_the_tracebacks_end_with=sorted(set(tracebacks(text))))
     return figures
+
+
+def tracebacks(log: str) -> list[str]:
+    """The last line of each traceback in ``log``: what was raised."""
+    lines = log.splitlines()
+    ends = []
+    for n, line in enumerate(lines):
+        if line.startswith("Traceback"):
+            following = lines[n + 1:]
+            ends.append(next((f for f in following if f and not f.startswith((" ", "Traceback", "The above", "During")))
+                             , "?")[:160])
+    return ends
 
 
 def prepare() -> tuple[str, list[tuple[str, str]]]:
@@ -191,14 +205,58 @@ def inject_faults(serve: int, seconds: int) -> None:
         if fault.startswith("kill"):
             os.killpg(child_pid(serve, fault.removeprefix("kill ")), signal.SIGKILL)
         elif fault.startswith("stop"):
-            pid = child_pid(serve, "pass loop")
-            os.kill(pid, signal.SIGSTOP)
-            time.sleep(8)
-            os.kill(pid, signal.SIGCONT)
+            stop_holding_the_pass_lock(child_pid(serve, "pass loop"), seconds=8)
         elif os.environ.get("DATABASE_URL"):
             version = sorted(os.listdir("/etc/postgresql"))[-1]
             subprocess.run(["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "restart"], check=True)
     time.sleep(max(0.0, started + seconds - time.monotonic()))
+
+
+def stop_holding_the_pass_lock(pid: int, seconds: float) -> None:
+    """SIGSTOP the pass loop in the middle of a pass (while the pass lock is held, and still after
+    the stop), for ``seconds``: a holder that is stuck."""
+    for _ in range(200):
+        if pass_lock_held():
+            os.kill(pid, signal.SIGSTOP)
+            time.sleep(0.5)
+            if pass_lock_held():
+                break
+            os.kill(pid, signal.SIGCONT)  # a provision held it, not the pass loop
+        time.sleep(0.01)
+    else:
+        os.kill(pid, signal.SIGSTOP)
+        print("the pass lock was never seen held: stopped the pass loop anyway", file=sys.stderr)
+    time.sleep(seconds)
+    os.kill(pid, signal.SIGCONT)
+
+
+def pass_lock_held() -> bool:
+    from django.db import OperationalError, connection
+
+    try:
+        return _pass_lock_held(connection)
+    except OperationalError:  # a connection from before the database restarted
+        connection.close()
+        return False
+
+
+def _pass_lock_held(connection) -> bool:
+    import fcntl
+
+    from poolweb import sql
+    from poolweb.sqlite.base import PASS_LOCK_FILE
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
+                           "AND classid = %s AND objid = %s", [sql.PASS_LOCK >> 32, sql.PASS_LOCK & 0xFFFFFFFF])
+            return cursor.fetchone()[0] > 0
+    with open(f"{connection.settings_dict['NAME']}{PASS_LOCK_FILE}", "a") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
 
 
 def child_pid(serve: int, name: str) -> int:
@@ -276,8 +334,8 @@ def member(port: int, token: str, policy: str, record: Record, stop: threading.E
         if read and read[0] == 200 and read[1].get("state") in ("allocated", "preempting"):
             client.call("heartbeat", "POST", f"/api/v1/requests/{request_id}/heartbeat")
             answer = client.call("release", "POST", f"/api/v1/requests/{request_id}/release")
-            if answer and answer[0] == 200:
-                record.released.append(request_id)
+            if answer and answer[0] == 200 and answer[1].get("state") == "released":
+                record.released.append(request_id)  # (a request preempted and queued again meanwhile is not)
         else:
             client.call("cancel", "POST", f"/api/v1/requests/{request_id}/cancel")
 
@@ -332,9 +390,10 @@ def slow_reader(port: int, token: str, record: Record, stop: threading.Event) ->
 
     from poolweb.models import Event
 
+    rng = random.Random(7)
     while not stop.wait(2.0):
-        newest = max(record.seen, default=0)
-        start, got, told = max(0, newest - 2 * KEEP_EVENTS), [], False
+        newest = max(record.seen, default=0)  # about 100 events a second come, and 300 are kept:
+        start, got, told = max(0, newest - rng.randint(50, 2 * KEEP_EVENTS)), [], False  # some in time
         for message in stream(port, token, start, stop, limit=400):
             if message.get("type") == "resync":
                 told = True
@@ -342,10 +401,11 @@ def slow_reader(port: int, token: str, record: Record, stop: threading.Event) ->
             if message.get("seq") is not None:
                 got.append(message["seq"])
                 time.sleep(0.002)
-        record.slow_sessions += 1
+        if told:
+            record.slow_resynced += 1
         if told or not got:
-            record.resyncs += told
             continue
+        record.slow_checked += 1
         try:
             kept = set(Event.objects.filter(seq__gt=start, seq__lte=got[-1]).values_list("seq", flat=True))
         except OperationalError:  # the database restarting: this session goes unchecked
@@ -403,14 +463,16 @@ def verdicts(record: Record, stuck: int) -> dict:
         "submissions_201": answers[("submit", 201)], "releases_200": answers[("release", 200)],
         "provisions_200": answers[("provision", 200)],
         "busy_503": sum(n for (kind, status), n in answers.items() if status == 503),
+        "503_by_call": {kind: n for (kind, status), n in sorted(answers.items()) if status == 503},
         "server_errors": sum(n for (kind, status), n in answers.items() if status >= 500 and status != 503),
         "hung_calls": record.hung, "stuck_in_a_lock": stuck,
         "probe_longest_gap_s": round(record.probe_gap, 2),
         "lost_submissions": len(record.submitted) - Request.objects.filter(id__in=record.submitted).count(),
         "lost_releases": Request.objects.filter(id__in=record.released).exclude(state__in=finished).count(),
         "lost_provisions": len(record.provisioned) - ConfigVersion.objects.filter(number__in=record.provisioned).count(),
-        "events_followed": len(record.seen), "follower_drops": record.follower_drops, "resyncs": record.resyncs,
-        "slow_catch_ups": record.slow_sessions,
+        "events_followed": len(record.seen), "follower_connections": record.follower_drops,
+        "follower_resyncs": record.resyncs, "slow_catch_ups_resynced": record.slow_resynced,
+        "slow_catch_ups_checked": record.slow_checked,
         "events_out_of_order": record.disorder, "events_skipped_without_resync": record.skipped,
         "invariant_violations": 0 if checked.returncode == 0 else (checked.stderr.count("\n") or 1),
     }

@@ -83,9 +83,10 @@ def postgres_database():
         return
     with admin:
         admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield f"{POSTGRES}/{name}"
-        finally:
+    try:
+        yield f"{POSTGRES}/{name}"
+    finally:  # over a new connection: a bench may have restarted the server (bench/faults.py)
+        with psycopg.connect(f"{POSTGRES}/postgres", autocommit=True, connect_timeout=10) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

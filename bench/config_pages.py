@@ -1,5 +1,5 @@
 """The configuration's pages at the limits of docs/api.md §1 (issue 17 item 17), on a fresh SQLite
-database: the server time of ``/`` (the configuration page), the editor's board, ``/versions/2/``,
+database: the server time of ``/`` (the configuration page), the editor's board, ``/versions/``, ``/versions/2/``,
 ``/versions/1/diff/2/``, ``/queues/`` and ``/policies/``, as an admin, with the largest configuration
 the limits allow (tests/poolweb/largest.py, provisioned twice: version 2 changes one pool) beside
 the demo configuration. Per page: the first render (it also reads the version's rows), then the
@@ -27,7 +27,8 @@ from bench.results import merge_section
 ROOT = Path(__file__).resolve().parent.parent
 RENDERS = int(os.environ.get("BENCH_CONFIG_PAGES_RENDERS", "5"))
 GOAL_MS = 1000  # each page at the limits (the issue's goal on this machine)
-PAGES = (("configuration", "GET", "/"), ("board", "POST", "/editor/board/"), ("version", "GET", "/versions/2/"),
+PAGES = (("configuration", "GET", "/"), ("board", "POST", "/editor/board/"), ("versions", "GET", "/versions/"),
+         ("version", "GET", "/versions/2/"),
          ("diff", "GET", "/versions/1/diff/2/"), ("queues", "GET", "/queues/"), ("policies", "GET", "/policies/"))
 
 

@@ -28,6 +28,10 @@ class ConfigVersion(models.Model):
     author_name = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     comment = models.CharField(max_length=500, blank=True)
+    # What it changed against the version before it (reconcile.diff.summarize), made when it is
+    # provisioned: the versions page lists 50 at a time, and diffing each pair there read and
+    # parsed 100 documents (0.1 s each at the size limits, decision 93).
+    summary = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-number"]

@@ -92,6 +92,7 @@ class VersionSummary(serializers.Serializer):
                                    help_text="the account that provisioned it, or who ran the command line")
     created_at = serializers.DateTimeField()
     comment = serializers.CharField()
+    summary = serializers.CharField(help_text="what it changed against the version before it, in one line")
 
 
 class ProvisionResult(serializers.Serializer):

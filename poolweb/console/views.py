@@ -20,7 +20,7 @@ from poolweb.console.cards import config_board
 from poolweb.console.drafts import document_board, draft_board
 from poolweb.json_input import JSONRefused, read_json
 from poolweb.selectors.configuration import live_configuration
-from poolweb.selectors.diffs import draft_changes, version_changes, version_summaries
+from poolweb.selectors.diffs import draft_changes, version_changes
 from poolweb.selectors.drafts import draft_info
 from poolweb.selectors.events import newest_seq
 from poolweb.selectors.live import pool_states
@@ -90,8 +90,7 @@ def editor_preview(request: HttpRequest) -> HttpResponse:
 @require_GET
 def versions(request: HttpRequest) -> HttpResponse:
     page = Paginator(version_list(), VERSIONS_PER_PAGE).get_page(request.GET.get("page"))
-    summaries = version_summaries(list(page))
-    rows = [(version, summaries[version.number]) for version in page]
+    rows = [(version, version.summary) for version in page]
     return render(request, "console/versions.html", {"page_obj": page, "rows": rows,
                                                      "draft": draft_info()})
 

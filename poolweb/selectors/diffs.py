@@ -1,5 +1,5 @@
-"""What changed (reconcile.diff): between any two provisioned versions, each version against the
-one before it (the versions page's summaries), and the saved draft against the live version.
+"""What changed (reconcile.diff): between any two provisioned versions, and the saved draft against
+the live version (what each version changed against the one before it is stored with it).
 
 Version 0 is the empty configuration before the first provision, so "what version 1 did" and
 "what changed since a draft made from nothing" are diffs like any other. Diffs read the
@@ -9,12 +9,10 @@ configurations alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from poolweb.models import ConfigVersion
 from poolweb.selectors.versions import draft_get, live_version, version_get
 from reconcile import Config
-from reconcile.diff import Change, diff, summarize
+from reconcile.diff import Change, diff
 from reconcile.document import parse_document, read_document
 
 
@@ -42,11 +40,3 @@ def draft_changes() -> tuple[Change, ...] | None:
     parsed = parse_document(draft_get())
     return None if parsed.config is None else diff(config_of(live_version()), parsed.config)
 
-
-def version_summaries(versions: Sequence[ConfigVersion]) -> dict[int, str]:
-    """Number → what it changed against the version before it, for each of ``versions``."""
-    numbers = {v.number - 1 for v in versions} - {v.number for v in versions} - {0}
-    rows = {v.number: v for v in (*versions, *ConfigVersion.objects.filter(number__in=numbers))}
-    configs = {number: config_of(row) for number, row in rows.items()}
-    # Numbers have no gaps (provision takes the next one): only version 1 has no predecessor.
-    return {v.number: summarize(diff(configs.get(v.number - 1, Config()), configs[v.number])) for v in versions}

@@ -85,7 +85,8 @@ def config_live_document() -> dict:
 
 
 def version_list() -> QuerySet[ConfigVersion]:
-    return ConfigVersion.objects.select_related("author").order_by("-number")
+    """Newest first, without their documents (0.7 MB each at the size limits)."""
+    return ConfigVersion.objects.select_related("author").defer("document").order_by("-number")
 
 
 def version_get(number: int) -> ConfigVersion:

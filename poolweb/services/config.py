@@ -22,8 +22,9 @@ from django.utils import timezone
 
 from poolweb.models import (
     ConfigVersion, Connection, Draft, Policy as PolicyRow, Pool as PoolRow, Profile as ProfileRow, Queue,
-    Quota as QuotaRow,
+    Quota as QuotaRow, SiteState,
 )
+from poolweb.selectors.diffs import config_of
 from poolweb.selectors.drafts import live_number
 from poolweb.selectors.versions import ConfigNotFound, draft_get, live_version, version_get
 from poolweb.services import events
@@ -36,6 +37,7 @@ from poolweb.services.validation import (
     validate_for_provision,
 )
 from reconcile import Config
+from reconcile.diff import diff, summarize
 from reconcile.document import Issue, to_document
 
 logger = logging.getLogger(__name__)
@@ -153,24 +155,34 @@ def _provision(*, document: Any, author, comment: str, author_name: str = "",
     if errors or checked.config is None:
         raise ConfigInvalid(errors)
     normalised = json_ready(to_document(checked.config))
-    with site_locked() as state, transaction.atomic():
+    with site_locked() as state:
+        before = config_of(state.live_version)  # the live one stays put: the pass lock is held
         if if_changed and state.live_version is not None and state.live_version.document == normalised:
             return None
-        # R-57 is checked under the lock, against the requests live at this moment.
-        refusals = removal_refusals(checked.config)
-        if refusals:
-            raise ConfigInvalid(refusal_errors(refusals))
-        number = (ConfigVersion.objects.aggregate(top=Max("number"))["top"] or 0) + 1
-        version = ConfigVersion.objects.create(number=number, document=normalised, author=author,
-                                               author_name="" if author is not None else author_name, comment=comment)
-        _write_rows(version, checked.config)
-        state.live_version = version
-        state.save(update_fields=["live_version"])
-        if draft is not None and not Draft.objects.filter(pk=1, updated_at=draft.updated_at).delete()[0]:
-            raise DraftChanged()  # a save after our read: publishing what it replaced would lose it
-        events.publish(events.CONFIG_PROVISIONED, {
-            "version": number, "author": version.author_label, "comment": comment,
-            "created_at": moment(version.created_at)})
+        with transaction.atomic():
+            return _publish(state, checked.config, normalised, summarize(diff(before, checked.config)),
+                            author=author, author_name=author_name, comment=comment, draft=draft)
+
+
+def _publish(state: SiteState, config: Config, normalised: dict, summary: str, *, author, author_name: str,
+             comment: str, draft: Draft | None) -> ConfigVersion:
+    """The version written and made live, in the caller's transaction (under the pass lock)."""
+    # R-57 is checked under the lock, against the requests live at this moment.
+    refusals = removal_refusals(config)
+    if refusals:
+        raise ConfigInvalid(refusal_errors(refusals))
+    number = (ConfigVersion.objects.aggregate(top=Max("number"))["top"] or 0) + 1
+    version = ConfigVersion.objects.create(number=number, document=normalised, author=author,
+                                           author_name="" if author is not None else author_name, comment=comment,
+                                           summary=summary)
+    _write_rows(version, config)
+    state.live_version = version
+    state.save(update_fields=["live_version"])
+    if draft is not None and not Draft.objects.filter(pk=1, updated_at=draft.updated_at).delete()[0]:
+        raise DraftChanged()  # a save after our read: publishing what it replaced would lose it
+    events.publish(events.CONFIG_PROVISIONED, {
+        "version": number, "author": version.author_label, "comment": comment,
+        "created_at": moment(version.created_at)})
     return version
 
 

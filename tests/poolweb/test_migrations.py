@@ -29,3 +29,22 @@ def test_tokens_made_before_names_are_named_after_the_command_that_made_them():
         assert list(new.get_model("poolweb", "ApiToken").objects.values_list("name", flat=True)) == ["create_api_token"]
     finally:
         migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_versions_provisioned_before_summaries_are_summarised_against_the_one_before():
+    from tests.poolweb.conftest import document
+
+    old = migrate([("poolweb", "0011_password_reset_ask")])
+    try:
+        versions = old.get_model("poolweb", "ConfigVersion").objects
+        versions.create(number=1, document=document())
+        versions.create(number=2, document=document(policies=[*document()["policies"], {"name": "ops", "group": "dev"}]))
+
+        new = migrate([("poolweb", "0012_version_summary")])
+
+        summaries = list(new.get_model("poolweb", "ConfigVersion").objects.order_by("number").values_list("summary", flat=True))
+        assert summaries[1] == "added policy ops"
+        assert summaries[0].startswith("added pools")
+    finally:
+        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())

@@ -40,3 +40,26 @@ def test_the_live_configuration_is_read_once_per_version(alice, django_assert_nu
         live_config()
     with django_assert_num_queries(1):
         live_config()
+
+
+def test_a_version_keeps_what_it_changed_against_the_one_before(alice):
+    services.config_provision_document(document=document(), author=alice)
+    services.config_provision_document(document=document(pools=[{"name": "h100", "capacity": {"gpu": 9}},
+                                                                 {"name": "a100", "capacity": {"gpu": 4}}]), author=alice)
+    assert [v.summary for v in services.ConfigVersion.objects.order_by("number")][1] == "changed pool h100"
+
+
+def test_the_versions_list_reads_no_document(alice, client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for gpu in (8, 9, 10):
+        services.config_provision_document(document=document(pools=[{"name": "h100", "capacity": {"gpu": gpu}},
+                                                                    {"name": "a100", "capacity": {"gpu": 4}}]), author=alice)
+    client.force_login(alice)
+    with CaptureQueriesContext(connection) as seen:
+        page = client.get("/versions/")
+        listed = client.get("/api/v1/config/versions")
+    assert page.status_code == 200 and "changed pool h100" in page.content.decode()
+    assert [v["summary"] for v in listed.json()["results"]][:1] == ["changed pool h100"]
+    assert not [q["sql"] for q in seen.captured_queries if '"document"' in q["sql"] and "configversion" in q["sql"]]

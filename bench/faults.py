@@ -360,9 +360,8 @@ def probe(port: int, token: str, record: Record, stop: threading.Event) -> None:
     client, answered = Client(port, token, record), time.monotonic()
     while not stop.wait(0.5):
         if client.call("health", "GET", "/api/v1/health") is not None:
-            now = time.monotonic()
-            record.probe_gap = max(record.probe_gap, now - answered)
-            answered = now
+            answered = time.monotonic()
+        record.probe_gap = max(record.probe_gap, time.monotonic() - answered)
 
 
 def follower(port: int, token: str, record: Record, stop: threading.Event) -> None:

@@ -16,9 +16,9 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from poolctl import __version__
 from poolctl.admin import add_admin_commands
-from poolctl.api import Client, RequestRef, request_id
+from poolctl.api import RequestRef, request_id
+from poolctl.client import Client
 from poolctl.commands import (Commands, Handler, Output, Parser, client_for, common_options, exit_code_table,
                               wait_with_progress)
 from poolctl.config import normalise_url, read_file, write_file
@@ -27,6 +27,7 @@ from poolctl.models import Request
 from poolctl.render import Cell, duration, local_time, number_cell, printable, quantities, state_cell, state_word
 from poolctl.run import add_run_command
 from poolctl.submission import add_submission_arguments, seconds, submission_from
+from poolctl.version import __version__
 
 
 # --- requests --------------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from poolctl.api import Client, RequestRef
+from poolctl.api import RequestRef
+from poolctl.client import Client
 from poolctl.errors import EXIT_CODES, USAGE, PoolctlError
 from poolctl.models import Request
 from poolctl.render import Cell, Progress, colour_wanted, json_text, printable, table, terminal_width

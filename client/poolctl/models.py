@@ -112,29 +112,6 @@ class Pool(Result):
 
 
 @dataclass(frozen=True)
-class QueueEntry(Result):
-    """A pending request in a pool's queue (``GET /pools/{name}/queue``), in service order."""
-
-    id: int
-    policy: str
-    profile: str
-    position: int | None = None
-    reason: str | None = None
-    message: str | None = None
-    name: str | None = None
-    owner: str | None = None
-    resources: Quantities = field(default_factory=dict)
-    preemptible: bool | None = None
-    submitted_at: datetime | None = None
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> QueueEntry:
-        values = _known(cls, data)
-        values["submitted_at"] = moment(values.get("submitted_at"))
-        return cls(**values)
-
-
-@dataclass(frozen=True)
 class ScopeUsage(Result):
     """A policy's usage of one key at one scope (a pool, or ``*`` for all pools together)."""
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from poolctl.allocation import LeaseKeeper, give_back
-from poolctl.api import Client
+from poolctl.client import Client
 from poolctl.commands import Commands, Output, client_for, wait_with_progress
 from poolctl.errors import Interrupted, PoolctlError, UsageError, lost
 from poolctl.models import PENDING, PREEMPTING, Request

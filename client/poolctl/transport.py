@@ -16,9 +16,9 @@ import threading
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from poolctl import __version__
 from poolctl.errors import (AuthenticationFailed, Conflict, InvalidInput, NotFound, PermissionRefused, PoolctlError,
                             ServerError, Unreachable)
+from poolctl.version import USER_AGENT
 
 API = "/api/v1"
 TIMEOUT = 30.0
@@ -48,7 +48,7 @@ class Transport:
             target += "?" + urlencode({key: value for key, value in params.items() if value is not None})
         payload = json.dumps(body).encode() if body is not None else None
         sent = {"Authorization": f"Bearer {self.token}", "Accept": "application/json",
-                "User-Agent": f"poolctl/{__version__}", **(headers or {})}
+                "User-Agent": USER_AGENT, **(headers or {})}
         if payload is not None:
             sent["Content-Type"] = "application/json"
         status, content_type, data = self._exchange(method, target, payload, sent, retry)

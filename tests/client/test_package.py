@@ -5,6 +5,7 @@ import is still read; the typed results read the server's objects and nothing el
 from __future__ import annotations
 
 import ast
+import graphlib
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,32 @@ def test_the_check_sees_the_modules_and_would_catch_django(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("from django.conf import settings\nimport poolweb.models\n")
     assert third_party_imports(bad) == ["django", "poolweb"]
+
+
+def poolctl_imports(path: Path) -> set[str]:
+    """The poolctl modules ``path`` imports, wherever the import stands: at the top, under
+    ``TYPE_CHECKING`` or inside a function (a circle hidden there is a circle all the same)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "poolctl"}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "poolctl":
+            modules = {f"poolctl.{alias.name}" for alias in node.names if (CLIENT / f"{alias.name}.py").exists()}
+            found |= modules if node.module == "poolctl" and modules else {node.module}
+    return found
+
+
+def module_name(path: Path) -> str:
+    return "poolctl" if path.stem == "__init__" else f"poolctl.{path.stem}"
+
+
+def test_the_client_modules_import_one_another_without_a_circle():
+    graph = {module_name(path): poolctl_imports(path) for path in MODULES}
+    try:
+        order = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        pytest.fail(f"an import circle: {' → '.join(error.args[1])}")
+    assert order.index("poolctl.api") < order.index("poolctl.watch") < order.index("poolctl.allocation")
 
 
 def test_a_request_object_is_read_with_its_times_and_unknown_fields_ignored():

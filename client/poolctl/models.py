@@ -48,8 +48,18 @@ class Result:
 
 
 @dataclass(frozen=True)
+class RequestWarning(Result):
+    """What the server says its owner may want to change about a request (a ``code`` and a
+    sentence), like ``preemptible_without_retries``: the request is accepted all the same."""
+
+    code: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class Request(Result):
-    """A request object (docs/api.md §3)."""
+    """A request object (docs/api.md §3), also a queue's entry (``GET /pools/{name}/queue``): a
+    request of another team has only the public fields there, the others None."""
 
     id: int
     state: str
@@ -73,14 +83,19 @@ class Request(Result):
     lease_expires_at: datetime | None = None
     lease_seconds: int | None = None
     queue_pool: str | None = None
+    grace_ends_at: datetime | None = None  # preempting only: when the server evicts it (R-44)
+    warnings: tuple[RequestWarning, ...] = ()  # a server before issue 20 sends none
+
+    MOMENTS = ("submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Request:
         values = _known(cls, data)
-        for name in ("submitted_at", "allocated_at", "finished_at", "lease_expires_at"):
+        for name in cls.MOMENTS:
             values[name] = moment(values.get(name))
         values["resources"] = values.get("resources") or {}
         values["labels"] = values.get("labels") or {}
+        values["warnings"] = tuple(RequestWarning(**_known(RequestWarning, w)) for w in values.get("warnings") or ())
         return cls(**values)
 
     @property

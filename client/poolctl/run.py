@@ -7,7 +7,7 @@
    exited, the allocation is released.
 4. When the request turns ``preempting`` (R-44), CMD's group gets ``--signal`` (TERM), then
    SIGKILL at the end of the grace: ``--grace`` seconds, or else when the server ends the
-   grace by evicting the request (the request object does not say when the grace ends; it is
+   grace by evicting the request (at ``grace_ends_at``, by the server's clock: the request is
    read every second meanwhile, and a read past the deadline makes the server evict at once).
    The allocation is released (acknowledged) and, while retries remain (``--max-retries``,
    R-46), the request waits again and CMD runs again with ``POOLWEB_ATTEMPT`` one higher.
@@ -35,7 +35,7 @@ from poolctl.client import Client
 from poolctl.commands import Commands, Output, client_for, wait_with_progress
 from poolctl.errors import Interrupted, PoolctlError, UsageError, lost
 from poolctl.models import PENDING, PREEMPTING, Request
-from poolctl.render import quantities
+from poolctl.render import local_time, quantities
 from poolctl.submission import add_submission_arguments, seconds, submission_from
 
 STEP = 0.2  # seconds between looks at the command and the request while it runs
@@ -198,7 +198,8 @@ class Runner:
         self._signal_command(getattr(signal, f"SIG{name}"))
         keeper.read_every(1.0)  # a read after the grace makes the server evict at once
         grace = self.args.grace
-        until = f"SIGKILL in {grace:g} s" if grace is not None else "SIGKILL when the server ends the grace"
+        ends = f" at {local_time(request.grace_ends_at)}" if request.grace_ends_at else ""
+        until = f"SIGKILL in {grace:g} s" if grace is not None else f"SIGKILL when the server ends the grace{ends}"
         self.out.say(f"poolctl: request {request.id} is being preempted ({request.reason}: {request.message}); "
                      f"sent SIG{name} to the command, {until}")
         return time.monotonic() + grace if grace is not None else float("inf")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import graphlib
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,23 @@ def test_a_request_object_is_read_with_its_times_and_unknown_fields_ignored():
                                  "submitted_at": "2026-01-01T10:00:00.123456Z", "a_field_from_a_newer_server": 1})
     assert request.live and not request.terminal and request.submitted_at.tzinfo is not None
     assert request.to_json()["submitted_at"] == "2026-01-01T10:00:00.123456Z"
+
+
+def test_the_client_reads_every_field_of_the_servers_request_object():
+    from poolweb.services.payloads import REQUEST_FIELDS
+
+    # ``warnings`` the server adds to every request object (issue 20); the client reads it already,
+    # and an older server's object without it reads as no warnings.
+    assert {field.name for field in fields(Request)} == {*REQUEST_FIELDS, "warnings"}
+
+
+def test_a_preempting_requests_grace_end_and_the_servers_warnings_are_read():
+    request = Request.from_json({"id": 1, "state": "preempting", "grace_ends_at": "2026-01-01T10:00:30Z",
+                                 "warnings": [{"code": "preemptible_without_retries", "message": "no retries"}]})
+    assert request.grace_ends_at.isoformat() == "2026-01-01T10:00:30+00:00"
+    assert [(w.code, w.message) for w in request.warnings] == [("preemptible_without_retries", "no retries")]
+    assert request.to_json()["warnings"] == [{"code": "preemptible_without_retries", "message": "no retries"}]
+    assert Request.from_json({"id": 1, "state": "pending"}).warnings == ()
 
 
 def test_a_queue_entry_of_another_team_lacks_names_and_still_reads():

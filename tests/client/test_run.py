@@ -123,7 +123,7 @@ def test_a_command_that_ignores_the_signal_is_killed_when_the_servers_grace_ends
     summary = result(tmp_path)
     assert summary["attempts"][0]["exit_code"] == 128 + signal.SIGKILL and summary["state"] == "preempted"
     assert "grace period" in summary["message"]  # the server evicted it: the client waited the whole grace
-    assert summary["error"]["type"] == "preempted" and "SIGKILL when the server ends the grace" in stderr
+    assert summary["error"]["type"] == "preempted" and "SIGKILL when the server ends the grace at " in stderr
     assert alice.wait(urgent, timeout=30).state == "allocated"
 
 

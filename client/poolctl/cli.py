@@ -20,7 +20,7 @@ from poolctl.admin import add_admin_commands
 from poolctl.api import RequestRef, request_id
 from poolctl.client import Client
 from poolctl.commands import (Commands, Handler, Output, Parser, client_for, common_options, exit_code_table,
-                              wait_with_progress)
+                              wait_with_progress, warn)
 from poolctl.config import normalise_url, read_file, write_file
 from poolctl.errors import FAILURE, INTERRUPTED, Interrupted, PoolctlError, UsageError, ended
 from poolctl.models import Request
@@ -99,6 +99,7 @@ def wait_or_stop(client: Client, request: RequestRef, timeout: float | None, out
 def cmd_submit(args: argparse.Namespace, out: Output) -> int:
     client = client_for(args)
     request = client.submit(**submission_from(args))
+    warn(out, request)
     if args.wait and request.state == "pending":
         request = wait_or_stop(client, request, args.timeout, out)
     return outcome(out, request)

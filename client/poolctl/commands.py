@@ -64,6 +64,13 @@ class Output:
         return table(headers, rows, colour=self.colour, width=terminal_width(self.stdout))
 
 
+def warn(out: Output, request: Request) -> None:
+    """What the server warns about ``request``, a line each on stderr: its words, not the client's
+    (a server without ``warnings`` sends none, and nothing is printed)."""
+    for warning in request.warnings:
+        out.say(f"poolctl: warning: {warning.message or warning.code}")
+
+
 def client_for(args: argparse.Namespace) -> Client:
     return Client(url=args.url)
 

@@ -9,8 +9,9 @@
    SIGKILL at the end of the grace: ``--grace`` seconds, or else when the server ends the
    grace by evicting the request (at ``grace_ends_at``, by the server's clock: the request is
    read every second meanwhile, and a read past the deadline makes the server evict at once).
-   The allocation is released (acknowledged) and, while retries remain (``--max-retries``,
-   R-46), the request waits again and CMD runs again with ``POOLWEB_ATTEMPT`` one higher.
+   The allocation is released (acknowledged) and, while retries remain (``--max-retries``: 3
+   unless given, 0 opts out; R-46), the request waits again and CMD runs again with
+   ``POOLWEB_ATTEMPT`` one higher.
 5. At the end: release, and exit with CMD's exit code (128 + N when a signal N ended it); the
    codes of ``poolctl --help`` otherwise. ``--result-file`` gets a JSON summary either way.
 """
@@ -32,13 +33,14 @@ from typing import Any
 
 from poolctl.allocation import LeaseKeeper, give_back
 from poolctl.client import Client
-from poolctl.commands import Commands, Output, client_for, wait_with_progress
+from poolctl.commands import Commands, Output, client_for, wait_with_progress, warn
 from poolctl.errors import Interrupted, PoolctlError, UsageError, lost
 from poolctl.models import PENDING, PREEMPTING, Request
 from poolctl.render import local_time, quantities
 from poolctl.submission import add_submission_arguments, seconds, submission_from
 
 STEP = 0.2  # seconds between looks at the command and the request while it runs
+RETRIES = 3  # a preempted command runs again by default, as Slurm requeues a preempted job
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -104,6 +106,7 @@ class Runner:
         try:
             self._note(self.client.submit(**self.submission))
             self.out.say(f"poolctl: submitted request {self.request.id} ({self.request.policy}/{self.request.profile})")
+            warn(self.out, self.request)
             while True:
                 self._wait()
                 attempt = self._attempt()
@@ -280,7 +283,8 @@ def signal_name(text: str) -> str:
 def add_run_command(commands: Commands) -> None:
     run = commands.add("run", cmd_run, "run a command under an allocation: wait, run, heartbeat, step aside when "
                                        "preempted, release")
-    add_submission_arguments(run)
+    add_submission_arguments(run, RETRIES, "times to queue again and run the command again after preemption; 0: "
+                                           "a preemption ends the run")
     behaviour = run.add_argument_group("running the command")
     behaviour.add_argument("--grace", type=seconds, metavar="SECONDS",
                            help="after the preemption signal, SIGKILL after this long (default: when the server "

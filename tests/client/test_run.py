@@ -96,7 +96,7 @@ def test_the_command_gets_its_allocation_and_its_exit_code_is_passed_through(liv
 
 
 def test_a_preempted_command_is_signalled_requeued_and_succeeds_on_its_second_attempt(live, tmp_path, train):
-    run = start_run(live, tmp_path, train, "checkpoints", "--max-retries", "1")
+    run = start_run(live, tmp_path, train, "checkpoints")  # no --max-retries: a run is re-queued by default
     wait_until(lambda: any("attempt 1 started" in line for line in journal(tmp_path)), 30, "the first attempt")
     alice = Client(live.server.url, live.alice)
     urgent = alice.wait(alice.submit(policy="urgent", profile="two"), timeout=30)  # evicts bob's first attempt
@@ -110,10 +110,11 @@ def test_a_preempted_command_is_signalled_requeued_and_succeeds_on_its_second_at
         (1, "preempted", 128 + signal.SIGTERM), (2, "exited", 0)]
     assert (summary["state"], summary["exit_code"]) == ("released", 0)
     assert "queued again for attempt 2" in stderr
+    assert Client(live.server.url, live.bob).get(summary["request_id"]).max_retries == 3
 
 
 def test_a_command_that_ignores_the_signal_is_killed_when_the_servers_grace_ends(live, tmp_path, train):
-    run = start_run(live, tmp_path, train, "stubborn")
+    run = start_run(live, tmp_path, train, "stubborn", "--max-retries", "0")  # opted out: preemption ends it
     wait_until(lambda: journal(tmp_path), 30, "the command to start")
     alice = Client(live.server.url, live.alice)
     urgent = alice.submit(policy="urgent", profile="two")
@@ -128,7 +129,7 @@ def test_a_command_that_ignores_the_signal_is_killed_when_the_servers_grace_ends
 
 
 def test_with_grace_the_command_is_killed_after_that_long_and_the_preemption_acknowledged(live, tmp_path, train):
-    run = start_run(live, tmp_path, train, "stubborn", "--grace", "0.5", "--signal", "INT")
+    run = start_run(live, tmp_path, train, "stubborn", "--grace", "0.5", "--signal", "INT", "--max-retries", "0")
     wait_until(lambda: journal(tmp_path), 30, "the command to start")
     Client(live.server.url, live.alice).submit(policy="urgent", profile="two")
     code, stderr = finish(run)

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 Quantities = dict[str, float]  # resource key → quantity, as the server writes it (2, 0.5, 0.143)
+STEP_RUN = "step_run"  # one job slot, which the server adds to every request (docs/scheduling.md §1)
 
 PENDING, ALLOCATED, PREEMPTING = "pending", "allocated", "preempting"
 RELEASED, PREEMPTED, REJECTED, CANCELLED, EXPIRED = "released", "preempted", "rejected", "cancelled", "expired"
@@ -97,6 +98,11 @@ class Request(Result):
         values["labels"] = values.get("labels") or {}
         values["warnings"] = tuple(RequestWarning(**_known(RequestWarning, w)) for w in values.get("warnings") or ())
         return cls(**values)
+
+    @property
+    def job_resources(self) -> Quantities:
+        """What the job was given: its resources without the ``step_run: 1`` every request has."""
+        return {key: amount for key, amount in self.resources.items() if key != STEP_RUN}
 
     @property
     def live(self) -> bool:

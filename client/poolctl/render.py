@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TextIO
 
-from poolctl.models import Request
+from poolctl.models import STEP_RUN, Request
 
 STATE_COLOURS = {"pending": "33", "allocated": "32", "preempting": "35", "released": "2",
                  "preempted": "31", "rejected": "31", "cancelled": "2", "expired": "31"}
@@ -117,7 +117,7 @@ def quantity(value: object) -> str:
 
 def quantities(values: dict[str, float]) -> str:
     """{"gpu": 4, "step_run": 1} → "gpu 4": step_run is on every request, so it says nothing."""
-    return ", ".join(f"{key} {quantity(amount)}" for key, amount in sorted(values.items()) if key != "step_run")
+    return ", ".join(f"{key} {quantity(amount)}" for key, amount in sorted(values.items()) if key != STEP_RUN)
 
 
 def duration(seconds: float) -> str:

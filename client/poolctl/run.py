@@ -2,7 +2,8 @@
 
 1. Submit, then wait with one live progress line (state, position, reason, time waited).
 2. Run CMD in its own process group with ``POOLWEB_REQUEST_ID``, ``POOLWEB_POOL``,
-   ``POOLWEB_ATTEMPT`` and ``POOLWEB_RESOURCES`` (JSON) in its environment, heartbeating meanwhile.
+   ``POOLWEB_ATTEMPT`` and ``POOLWEB_RESOURCES`` (JSON, without the ``step_run: 1`` every
+   request has) in its environment, heartbeating meanwhile; the command is echoed shell-quoted.
 3. Ctrl-C or SIGTERM is forwarded to CMD's group (a second one kills the group); once CMD has
    exited, the allocation is released.
 4. When the request turns ``preempting`` (R-44), CMD's group gets ``--signal`` (TERM), then
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -147,7 +149,7 @@ class Runner:
         attempt = Attempt(attempt=request.attempt, pool=request.pool, started_at=now())
         self.summary.attempts.append(attempt)
         self.out.say(f"poolctl: request {request.id} allocated on pool {request.pool} "
-                     f"({quantities(request.resources)}); running {' '.join(self.args.cmd)} (attempt {request.attempt})")
+                     f"({quantities(request.resources)}); running {shlex.join(self.args.cmd)} (attempt {request.attempt})")
         keeper = LeaseKeeper(self.client, request)
         self.signals = []
         self.process = self._start(request)
@@ -166,7 +168,7 @@ class Runner:
 
     def _start(self, request: Request) -> subprocess.Popen:
         environment = {**os.environ, "POOLWEB_REQUEST_ID": str(request.id), "POOLWEB_POOL": request.pool or "",
-                       "POOLWEB_ATTEMPT": str(request.attempt), "POOLWEB_RESOURCES": json.dumps(request.resources)}
+                       "POOLWEB_ATTEMPT": str(request.attempt), "POOLWEB_RESOURCES": json.dumps(request.job_resources)}
         try:
             return subprocess.Popen(self.args.cmd, env=environment, process_group=0)
         except OSError as error:

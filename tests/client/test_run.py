@@ -56,10 +56,11 @@ def train(tmp_path) -> Path:
     return script
 
 
-def start_run(live: People, tmp_path: Path, train: Path, behaviour: str, *options: str) -> subprocess.Popen:
+def start_run(live: People, tmp_path: Path, train: Path, behaviour: str, *options: str,
+              arguments: tuple[str, ...] = ()) -> subprocess.Popen:
     command = [sys.executable, "-m", "poolctl", "run", "--policy", "dev", "--profile", "two",
                "--result-file", str(tmp_path / "result.json"), *options,
-               "--", sys.executable, str(train), str(tmp_path / "journal"), behaviour]
+               "--", sys.executable, str(train), str(tmp_path / "journal"), behaviour, *arguments]
     return subprocess.Popen(command, env=poolctl_environment(live.server.url, live.bob, tmp_path / "config"),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -84,11 +85,12 @@ def result(tmp_path: Path) -> dict:
 
 
 def test_the_command_gets_its_allocation_and_its_exit_code_is_passed_through(live, tmp_path, train):
-    code, stderr = finish(start_run(live, tmp_path, train, "exit-42"))
+    code, stderr = finish(start_run(live, tmp_path, train, "exit-42", arguments=("--note", "two words")))
     assert code == 42, stderr
     started = json.loads(journal(tmp_path)[0].removeprefix("attempt 1 started "))
     assert started["POOLWEB_POOL"] == "box" and started["POOLWEB_ATTEMPT"] == "1"
-    assert json.loads(started["POOLWEB_RESOURCES"]) == {"gpu": 2, "step_run": 1}
+    assert json.loads(started["POOLWEB_RESOURCES"]) == {"gpu": 2}  # not the step_run every request has
+    assert f"; running {sys.executable} {train} {tmp_path / 'journal'} exit-42 --note 'two words' (attempt 1)" in stderr
     summary = result(tmp_path)
     assert summary["request_id"] == int(started["POOLWEB_REQUEST_ID"])
     assert (summary["exit_code"], summary["command_exit_code"], summary["state"]) == (42, 42, "released")

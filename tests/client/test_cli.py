@@ -41,6 +41,11 @@ def test_the_queue_shows_who_waits_in_service_order(poolctl, live):
     assert [(e["id"], e["position"], e["owner"]) for e in entries] == [(waiting["id"], 1, "bob")]
     table = poolctl("queue", "box")
     assert table.stdout.splitlines()[0].split()[:3] == ["POS", "ID", "QUEUE"] and "dev/one" in table.stdout
+    summary = json.loads(poolctl("--json", "queue").stdout)  # no pool: every pool's queue in a row
+    assert [(s["pool"], s["pending"], s["running"], s["next"]["id"]) for s in summary] == [("box", 1, 1, waiting["id"])]
+    rows = poolctl("queue").stdout.splitlines()
+    assert rows[0].split() == ["POOL", "PENDING", "RUNNING", "NEXT", "QUEUE", "WAITING", "WHY"]
+    assert rows[1].split()[:5] == ["box", "1", "1", str(waiting["id"]), "dev/one"]
     timed_out = poolctl("wait", str(waiting["id"]), "--timeout", "1")
     assert timed_out.returncode == errors.TIMEOUT and "still pending after 1 s" in timed_out.stderr
     assert poolctl("cancel", str(waiting["id"])).returncode == 0

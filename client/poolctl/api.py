@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from poolctl.config import resolve
+from poolctl.errors import PermissionRefused
 from poolctl.models import PolicyState, Pool, Preview, Request, Validation, Version
 from poolctl.stream import EventStream
 from poolctl.transport import Transport
@@ -139,6 +140,15 @@ class Api:
     def restore(self, version: int) -> dict[str, Any]:
         """Copy version ``version`` into the draft (rollback = restore + provision)."""
         return self.transport.call("POST", f"/config/versions/{int(version)}/restore")
+
+    def is_admin(self) -> bool:
+        """Whether the token's user is an admin. The API has no "who am I": this asks what only
+        an admin may read (``GET /management``); a bad token raises ``AuthenticationFailed``."""
+        try:
+            self.management()
+        except PermissionRefused:
+            return False
+        return True
 
     def management(self, enabled: bool | None = None) -> bool:
         """Whether the reconciler grants and preempts; switched when ``enabled`` is given."""

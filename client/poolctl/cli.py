@@ -21,7 +21,7 @@ from poolctl.api import RequestRef, request_id
 from poolctl.client import Client
 from poolctl.commands import (Commands, Handler, Output, Parser, client_for, common_options, exit_code_table,
                               wait_with_progress, warn)
-from poolctl.config import normalise_url, read_file, write_file
+from poolctl.config import normalise_url, read_file, token_source, write_file
 from poolctl.errors import FAILURE, INTERRUPTED, Interrupted, PoolctlError, UsageError, ended
 from poolctl.models import Pool, Request
 from poolctl.render import Cell, duration, local_time, number_cell, printable, quantities, state_cell, state_word
@@ -224,16 +224,16 @@ def cmd_login(args: argparse.Namespace, out: Output) -> int:
     elif os.environ.get("POOLWEB_TOKEN"):
         token = os.environ["POOLWEB_TOKEN"]
     elif interactive:
-        token = getpass.getpass("API token (input hidden; an admin prints one with "
-                                "`manage.py create_api_token USERNAME`): ").strip()
+        token = getpass.getpass(f"API token (input hidden; make one on {token_source(url)}): ").strip()
     else:
         raise UsageError("no token given", "pipe it in with `poolctl login --token-stdin`, or set POOLWEB_TOKEN")
     if not token:
-        raise UsageError("the token is empty", "paste the token `manage.py create_api_token USERNAME` printed")
-    Client(url, token).list(limit=1)  # proves the URL and the token before anything is saved
+        raise UsageError("the token is empty", f"paste a token from {token_source(url)}")
+    admin = Client(url, token).is_admin()  # proves the URL and the token before anything is saved
     path = write_file(url, token)
-    out.result({"url": url, "config_file": str(path)},
-               lambda: f"Signed in to {url}; saved to {path} (readable only by you).")
+    who = "an admin" if admin else "a user who is not an admin"
+    out.result({"url": url, "config_file": str(path), "admin": admin},
+               lambda: f"Signed in to {url} as {who}; saved to {path} (readable only by you).")
     out.hint("poolctl pools", "poolctl policies")
     return 0
 

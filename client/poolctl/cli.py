@@ -36,9 +36,9 @@ def describe(request: Request) -> str:
     """One line: request 17 (dev/half) queued · position 3 · WaitingForCapacity: …"""
     where = f" on pool {request.pool}" if request.pool else ""
     place = f" · position {request.position}" if request.position is not None else ""
-    why = f" · {request.reason}: {request.message}" if request.reason else ""
+    reason = f" · {why(request)}" if request.reason else ""
     return printable(f"request {request.id} ({request.policy}/{request.profile}) {state_word(request.state)}"
-                     f"{where}{place}{why}")
+                     f"{where}{place}{reason}")
 
 
 def why(request: Request) -> str:

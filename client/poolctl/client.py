@@ -22,11 +22,12 @@ from typing import Any
 from poolctl.allocation import Allocation
 from poolctl.api import Api, RequestRef
 from poolctl.models import Request
-from poolctl.watch import Progress, wait_while_pending
+from poolctl.watch import ProgressHook, wait_while_pending
 
 
 class Client(Api):
-    def wait(self, request: RequestRef, timeout: float | None = None, *, progress: Progress | None = None) -> Request:
+    def wait(self, request: RequestRef, timeout: float | None = None, *,
+             progress: ProgressHook | None = None) -> Request:
         """Until the request is no longer pending (``watch.wait_while_pending``): the request once it
         holds capacity; ``Rejected``, ``Cancelled``, ``Expired``, ``Preempted`` or ``WaitTimeout``
         otherwise. ``progress(request, watch)`` is called about every second meanwhile."""

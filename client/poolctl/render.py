@@ -173,8 +173,8 @@ def explained(head: str, text: str | None, readily: int) -> list[Form]:
     if not text:
         return [(head, 0)]
     words = text.split(" ")
-    return [(f"{head}: {text}", 0), *((f"{head}: {' '.join(words[:n])}…", readily) for n in range(len(words) - 1, 0, -1)),
-            (head, readily)]
+    cut = [(f"{head}: {' '.join(words[:n])}…", readily) for n in range(len(words) - 1, 0, -1)]
+    return [(f"{head}: {text}", 0), *cut, (head, readily)]
 
 
 def waiting_line(request: Request, waited: float, trouble: str | None = None, width: int | None = None) -> str:

@@ -149,7 +149,8 @@ class Runner:
         attempt = Attempt(attempt=request.attempt, pool=request.pool, started_at=now())
         self.summary.attempts.append(attempt)
         self.out.say(f"poolctl: request {request.id} allocated on pool {request.pool} "
-                     f"({quantities(request.resources)}); running {shlex.join(self.args.cmd)} (attempt {request.attempt})")
+                     f"({quantities(request.resources)}); running {shlex.join(self.args.cmd)} "
+                     f"(attempt {request.attempt})")
         keeper = LeaseKeeper(self.client, request)
         self.signals = []
         self.process = self._start(request)

@@ -115,11 +115,11 @@ class RequestWatch:
         self.stream.close()
 
 
-Progress = Callable[[Request, RequestWatch], None]
+ProgressHook = Callable[[Request, RequestWatch], None]
 
 
 def wait_while_pending(api: Api, request: RequestRef, timeout: float | None = None, *,
-                       progress: Progress | None = None) -> Request:
+                       progress: ProgressHook | None = None) -> Request:
     """Until the request is no longer pending: returned when it holds capacity (or was
     released already); ``Rejected``, ``Cancelled``, ``Expired`` or ``Preempted`` when it
     ended without running; ``WaitTimeout`` after ``timeout`` seconds.

@@ -9,16 +9,15 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from poolctl.api import Client  # noqa: E402 (after __version__, which the transport reads)
-from poolctl.errors import (AuthenticationFailed, Cancelled, Conflict, Expired, InvalidInput, NotFound,  # noqa: E402
+from poolctl.client import Client
+from poolctl.errors import (AuthenticationFailed, Cancelled, Conflict, Expired, InvalidInput, NotFound,
                             PermissionRefused, PoolctlError, Preempted, Refused, Rejected, RequestEnded, ServerError,
                             Unreachable, UsageError, WaitTimeout)
-from poolctl.models import PolicyState, Pool, QueueEntry, Request  # noqa: E402
+from poolctl.models import PolicyState, Pool, Request
+from poolctl.version import __version__
 
 __all__ = [
     "AuthenticationFailed", "Cancelled", "Client", "Conflict", "Expired", "InvalidInput", "NotFound",
-    "PermissionRefused", "PolicyState", "Pool", "PoolctlError", "Preempted", "QueueEntry", "Refused", "Rejected",
-    "Request", "RequestEnded", "ServerError", "Unreachable", "UsageError", "WaitTimeout",
+    "PermissionRefused", "PolicyState", "Pool", "PoolctlError", "Preempted", "Refused", "Rejected", "Request",
+    "RequestEnded", "ServerError", "Unreachable", "UsageError", "WaitTimeout", "__version__",
 ]

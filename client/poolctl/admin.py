@@ -90,10 +90,7 @@ def cmd_import(args: argparse.Namespace, out: Output) -> int:
     client.save_draft(read_document(args.file))
     validation = client.validate()
     if not args.provision:
-        out.result(validation.to_json(), lambda: issues(out, validation))
-        refuse_invalid(validation)
-        out.hint("poolctl config preview", "poolctl config provision")
-        return 0
+        return show_validation(out, validation)
     refuse_invalid(validation)
     version = client.provision(args.comment)
     out.result({"version": version, "validation": validation.to_json()},
@@ -102,7 +99,11 @@ def cmd_import(args: argparse.Namespace, out: Output) -> int:
 
 
 def cmd_validate(args: argparse.Namespace, out: Output) -> int:
-    validation = client_for(args).validate()
+    return show_validation(out, client_for(args).validate())
+
+
+def show_validation(out: Output, validation: Validation) -> int:
+    """What validation says of the draft; a usage error (exit 2) when it is invalid."""
     out.result(validation.to_json(), lambda: issues(out, validation))
     refuse_invalid(validation)
     out.hint("poolctl config preview", "poolctl config provision")

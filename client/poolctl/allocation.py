@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from poolctl.api import Api
 from poolctl.backoff import Backoff
 from poolctl.errors import Conflict, PoolctlError, Preempted, Unreachable, lost
 from poolctl.models import PENDING, PREEMPTING, Request
-from poolctl.watch import RequestWatch
-
-if TYPE_CHECKING:
-    from poolctl.api import Client
+from poolctl.watch import RequestWatch, wait_while_pending
 
 STEP = 0.5  # seconds: how soon the keeper notices it is asked to stop
 DEFAULT_LEASE = 300
@@ -29,11 +27,11 @@ def heartbeat_interval(lease_seconds: int | None) -> float:
     return max(1.0, (lease_seconds or DEFAULT_LEASE) / 3)
 
 
-def give_back(client: Client, request: Request) -> Request:
+def give_back(api: Api, request: Request) -> Request:
     """Release ``request`` for good: a release of a ``preempting`` request re-queues it while
     retries remain (R-46), and a holder that is done wants no next attempt, so that is cancelled."""
-    released = client.release(request)
-    return client.cancel(released) if released.state == PENDING else released
+    released = api.release(request)
+    return api.cancel(released) if released.state == PENDING else released
 
 
 class LeaseKeeper(threading.Thread):
@@ -41,14 +39,14 @@ class LeaseKeeper(threading.Thread):
     replaced whole: the holder's thread reads it without a lock); ends by itself once the request
     is no longer live."""
 
-    def __init__(self, client: Client, request: Request) -> None:
+    def __init__(self, api: Api, request: Request) -> None:
         super().__init__(name=f"poolctl-lease-{request.id}", daemon=True)
-        self.client, self.request = client, request
+        self.api, self.request = api, request
         self.preempting = threading.Event()  # set from this thread: a holder's loop may test it
         self.stopping = threading.Event()
         self.interval = heartbeat_interval(request.lease_seconds)
         self.failure: BaseException | None = None  # a refusal (revoked token): the holder decides
-        self.watch = RequestWatch(client, request)
+        self.watch = RequestWatch(api, request)
 
     def read_every(self, seconds: float) -> None:
         """Read the request every ``seconds``: during a grace, a read past its end makes the
@@ -62,7 +60,7 @@ class LeaseKeeper(threading.Thread):
             self.failure = error
         finally:
             self.watch.close()
-            self.client.transport.close()  # this thread's kept-alive connection
+            self.api.transport.close()  # this thread's kept-alive connection
 
     def _keep(self, watch: RequestWatch) -> None:
         next_beat, backoff = time.monotonic() + self.interval, Backoff()
@@ -78,7 +76,7 @@ class LeaseKeeper(threading.Thread):
     def _beat(self, watch: RequestWatch, backoff: Backoff) -> tuple[Request | None, float]:
         """One heartbeat; the request as it answered (None if not) and when to beat next."""
         try:
-            renewed = self.client.heartbeat(self.request)
+            renewed = self.api.heartbeat(self.request)
         except Conflict:  # not live any more (expired, evicted): the watch reads what became of it
             watch.read_now()
             return None, time.monotonic() + self.interval
@@ -104,8 +102,8 @@ class Allocation:
     cancelled) and the block raised nothing, leaving raises that loss with its reason.
     """
 
-    def __init__(self, client: Client, submission: dict[str, Any], timeout: float | None = None) -> None:
-        self.client, self.submission, self.timeout = client, submission, timeout
+    def __init__(self, api: Api, submission: dict[str, Any], timeout: float | None = None) -> None:
+        self.api, self.submission, self.timeout = api, submission, timeout
         self.request: Request | None = None
         self.keeper: LeaseKeeper | None = None
 
@@ -134,13 +132,13 @@ class Allocation:
         return self.request
 
     def __enter__(self) -> Allocation:
-        self.request = self.client.submit(**self.submission)
+        self.request = self.api.submit(**self.submission)
         try:
-            self.request = self.client.wait(self.request, timeout=self.timeout)
+            self.request = wait_while_pending(self.api, self.request, timeout=self.timeout)
         except BaseException:
             self._cancel_quietly()
             raise
-        self.keeper = LeaseKeeper(self.client, self.request)
+        self.keeper = LeaseKeeper(self.api, self.request)
         self.keeper.start()
         return self
 
@@ -162,7 +160,7 @@ class Allocation:
         held = self.request
         try:
             if held is not None:
-                give_back(self.client, held)
+                give_back(self.api, held)
         except PoolctlError:
             if kind is None:
                 raise  # else the block's own exception says more; the lease ends the allocation
@@ -175,6 +173,6 @@ class Allocation:
     def _cancel_quietly(self) -> None:
         try:
             if self.request is not None:
-                self.client.cancel(self.request)
+                self.api.cancel(self.request)
         except PoolctlError:
             pass  # unreachable: an unclaimed pending request waits; nothing more to do from here

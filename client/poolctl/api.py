@@ -1,33 +1,24 @@
-"""The Python API: ``Client`` wraps the REST API (docs/api.md) and the event stream (docs/events.md)::
+"""The REST API (docs/api.md) and the event stream (docs/events.md), one call and one answer at a
+time: ``Api`` is what the modules that follow a request over time (``watch``) and hold capacity
+(``allocation``) build on; ``poolctl.Client`` adds those two to it::
 
-    client = Client()                               # POOLWEB_URL / POOLWEB_TOKEN, or `poolctl login`
-    request = client.submit(policy="dev", profile="half")
-    request = client.wait(request, timeout=600)     # allocated, or Rejected / Cancelled / Expired
-    client.release(request)
-
-or, heartbeats and release included::
-
-    with client.allocation(policy="dev", profile="half") as allocation:
-        train(allocation.pool)
+    api = Api()                                     # POOLWEB_URL / POOLWEB_TOKEN, or `poolctl login`
+    request = api.submit(policy="dev", profile="half")
+    api.get(request), api.heartbeat(request), api.release(request)
 """
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import Any
 from urllib.parse import quote
 
 from poolctl.config import resolve
-from poolctl.errors import WaitTimeout, ended
-from poolctl.models import PENDING, PolicyState, Pool, Preview, QueueEntry, Request, Validation, Version
+from poolctl.errors import PermissionRefused
+from poolctl.models import PolicyState, Pool, Preview, Request, Validation, Version
 from poolctl.stream import EventStream
 from poolctl.transport import Transport
-from poolctl.watch import RequestWatch
-
-if TYPE_CHECKING:
-    from poolctl.allocation import Allocation
 
 RequestRef = int | Request
 PAGE = 200
@@ -37,7 +28,7 @@ def request_id(request: RequestRef) -> int:
     return request.id if isinstance(request, Request) else int(request)
 
 
-class Client:
+class Api:
     def __init__(self, url: str | None = None, token: str | None = None, *, timeout: float = 30.0) -> None:
         """``url`` is the server's root (``http://127.0.0.1:8000``); what is not given comes from
         ``POOLWEB_URL`` and ``POOLWEB_TOKEN``, then from the file ``poolctl login`` wrote."""
@@ -51,7 +42,7 @@ class Client:
     def close(self) -> None:
         self.transport.close()
 
-    def __enter__(self) -> Client:
+    def __enter__(self) -> Api:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -106,50 +97,15 @@ class Client:
         body = {"attempt": request.attempt} if attempt and isinstance(request, Request) else None
         return Request.from_json(self.transport.call("POST", f"/requests/{request_id(request)}/{action}", body))
 
-    def wait(self, request: RequestRef, timeout: float | None = None, *,
-             progress: Callable[[Request, RequestWatch], None] | None = None) -> Request:
-        """Until the request is no longer pending: returned when it holds capacity (or was
-        released already); ``Rejected``, ``Cancelled``, ``Expired`` or ``Preempted`` when it
-        ended without running; ``WaitTimeout`` after ``timeout`` seconds.
-
-        ``progress(request, watch)`` is called about every second while it waits, for a line
-        that shows the state, the place in the queue and the time waited.
-        """
-        current = self.get(request)
-        deadline = None if timeout is None else time.monotonic() + timeout
-        watch = RequestWatch(self, current)
-        try:
-            while current.state == PENDING:
-                if progress is not None:
-                    progress(current, watch)
-                left = float("inf") if deadline is None else deadline - time.monotonic()
-                if left <= 0:
-                    raise WaitTimeout(f"request {current.id} is still pending after {timeout:g} s "
-                                      f"({current.reason}: {current.message})",
-                                      f"wait again with `poolctl wait {current.id}`, or cancel it")
-                step = min(left, 1.0) if progress is not None else (None if deadline is None else left)
-                current = watch.next(step) or watch.request
-        finally:
-            watch.close()
-        failure = ended(current)
-        if failure is not None:
-            raise failure
-        return current
-
-    def allocation(self, *, policy: str, profile: str, timeout: float | None = None, **submission: Any) -> Allocation:
-        """A context manager: submit, wait, keep the lease alive, release on exit (see Allocation)."""
-        from poolctl.allocation import Allocation
-
-        return Allocation(self, dict(policy=policy, profile=profile, **submission), timeout=timeout)
-
     # --- live state -----------------------------------------------------------------------------
 
     def pools(self) -> list[Pool]:
         return [Pool.from_json(item) for item in self.transport.call("GET", "/pools")]
 
-    def queue(self, pool: str, limit: int = 1000) -> list[QueueEntry]:
+    def queue(self, pool: str, limit: int = 1000) -> list[Request]:
+        """The pool's pending requests in service order: others' with their public fields only."""
         path = f"/pools/{quote(pool, safe='')}/queue"
-        return [QueueEntry.from_json(item) for item in self._pages(path, {}, limit)]
+        return [Request.from_json(item) for item in self._pages(path, {}, limit)]
 
     def policies(self) -> list[PolicyState]:
         return [PolicyState.from_json(item) for item in self.transport.call("GET", "/policies")]
@@ -184,6 +140,15 @@ class Client:
     def restore(self, version: int) -> dict[str, Any]:
         """Copy version ``version`` into the draft (rollback = restore + provision)."""
         return self.transport.call("POST", f"/config/versions/{int(version)}/restore")
+
+    def is_admin(self) -> bool:
+        """Whether the token's user is an admin. The API has no "who am I": this asks what only
+        an admin may read (``GET /management``); a bad token raises ``AuthenticationFailed``."""
+        try:
+            self.management()
+        except PermissionRefused:
+            return False
+        return True
 
     def management(self, enabled: bool | None = None) -> bool:
         """Whether the reconciler grants and preempts; switched when ``enabled`` is given."""

@@ -16,17 +16,18 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
-from poolctl import __version__
 from poolctl.admin import add_admin_commands
-from poolctl.api import Client, RequestRef, request_id
+from poolctl.api import RequestRef, request_id
+from poolctl.client import Client
 from poolctl.commands import (Commands, Handler, Output, Parser, client_for, common_options, exit_code_table,
-                              wait_with_progress)
-from poolctl.config import normalise_url, read_file, write_file
+                              wait_with_progress, warn)
+from poolctl.config import normalise_url, read_file, token_source, write_file
 from poolctl.errors import FAILURE, INTERRUPTED, Interrupted, PoolctlError, UsageError, ended
-from poolctl.models import Request
+from poolctl.models import Pool, Request
 from poolctl.render import Cell, duration, local_time, number_cell, printable, quantities, state_cell, state_word
 from poolctl.run import add_run_command
 from poolctl.submission import add_submission_arguments, seconds, submission_from
+from poolctl.version import __version__
 
 
 # --- requests --------------------------------------------------------------------------------------
@@ -35,9 +36,18 @@ def describe(request: Request) -> str:
     """One line: request 17 (dev/half) queued · position 3 · WaitingForCapacity: …"""
     where = f" on pool {request.pool}" if request.pool else ""
     place = f" · position {request.position}" if request.position is not None else ""
-    why = f" · {request.reason}: {request.message}" if request.reason else ""
+    reason = f" · {why(request)}" if request.reason else ""
     return printable(f"request {request.id} ({request.policy}/{request.profile}) {state_word(request.state)}"
-                     f"{where}{place}{why}")
+                     f"{where}{place}{reason}")
+
+
+def why(request: Request) -> str:
+    """Its reason and sentence: "WaitingForCapacity: pool box is short of 1 gpu"."""
+    return f"{request.reason}: {request.message}" if request.message else request.reason or ""
+
+
+def waiting_since(request: Request, now: float) -> str:
+    return duration(now - request.submitted_at.timestamp()) if request.submitted_at else ""
 
 
 def next_steps(request: Request) -> tuple[str, ...]:
@@ -53,7 +63,7 @@ def details(request: Request) -> str:
         ("request", f"{request.id}" + (f"  {request.name}" if request.name else "")),
         ("queue", f"{request.policy}/{request.profile}"),
         ("state", state_word(request.state)),
-        ("reason", f"{request.reason}: {request.message}" if request.message else request.reason or ""),
+        ("reason", why(request)),
         ("position", "" if request.position is None else str(request.position)),
         ("pool", request.pool or ""),
         ("resources", quantities(request.resources)),
@@ -98,6 +108,7 @@ def wait_or_stop(client: Client, request: RequestRef, timeout: float | None, out
 def cmd_submit(args: argparse.Namespace, out: Output) -> int:
     client = client_for(args)
     request = client.submit(**submission_from(args))
+    warn(out, request)
     if args.wait and request.state == "pending":
         request = wait_or_stop(client, request, args.timeout, out)
     return outcome(out, request)
@@ -127,8 +138,7 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
     requests = client_for(args).list(state=args.state, policy=args.policy, profile=args.profile, pool=args.pool,
                                      owner=args.owner, limit=args.limit)
     rows = [[Cell(str(r.id), right=True), f"{r.policy}/{r.profile}", state_cell(r.state), r.pool or "",
-             number_cell(r.position), local_time(r.submitted_at), f"{r.reason}: {r.message}" if r.message else ""]
-            for r in requests]
+             number_cell(r.position), local_time(r.submitted_at), why(r)] for r in requests]
     out.result([r.to_json() for r in requests],
                lambda: out.table(["id", "queue", "state", "pool", "pos", "submitted", "why"], rows)
                if rows else "no requests")
@@ -140,15 +150,37 @@ def cmd_list(args: argparse.Namespace, out: Output) -> int:
 # --- live state ------------------------------------------------------------------------------------
 
 def cmd_queue(args: argparse.Namespace, out: Output) -> int:
+    if args.pool is None:
+        return queue_summary(client_for(args), out)
     entries = client_for(args).queue(args.pool)
     now = time.time()
     rows = [[number_cell(e.position), Cell(str(e.id), right=True), f"{e.policy}/{e.profile}", e.owner or "",
-             e.name or "", quantities(e.resources),
-             duration(now - e.submitted_at.timestamp()) if e.submitted_at else "",
-             f"{e.reason}: {e.message}" if e.message else e.reason or ""] for e in entries]
+             e.name or "", quantities(e.resources), waiting_since(e, now), why(e)] for e in entries]
     out.result([e.to_json() for e in entries],
                lambda: out.table(["pos", "id", "queue", "owner", "name", "resources", "waiting", "why"], rows)
                if rows else f"nothing is queued on pool {args.pool}")
+    return 0
+
+
+def queue_summary(client: Client, out: Output) -> int:
+    """Every pool's queue in a row: how many wait and run there, and who is next and why."""
+    pools = client.pools()
+    heads = {p.name: next(iter(client.queue(p.name, limit=1)), None) if p.pending else None for p in pools}
+    now = time.time()
+
+    def row(pool: Pool, head: Request | None) -> list[Cell | str]:
+        first = [pool.name, number_cell(pool.pending), number_cell(pool.running)]
+        if head is None:
+            return first
+        return [*first, Cell(str(head.id), right=True), f"{head.policy}/{head.profile}", waiting_since(head, now),
+                why(head)]
+
+    rows = [row(p, heads[p.name]) for p in pools]
+    out.result([{"pool": p.name, "pending": p.pending, "running": p.running,
+                 "next": heads[p.name].to_json() if heads[p.name] else None} for p in pools],
+               lambda: out.table(["pool", "pending", "running", "next", "queue", "waiting", "why"], rows)
+               if rows else "no pools: nothing is provisioned yet")
+    out.hint("poolctl queue POOL lists a pool's queue")
     return 0
 
 
@@ -192,16 +224,16 @@ def cmd_login(args: argparse.Namespace, out: Output) -> int:
     elif os.environ.get("POOLWEB_TOKEN"):
         token = os.environ["POOLWEB_TOKEN"]
     elif interactive:
-        token = getpass.getpass("API token (input hidden; an admin prints one with "
-                                "`manage.py create_api_token USERNAME`): ").strip()
+        token = getpass.getpass(f"API token (input hidden; make one on {token_source(url)}): ").strip()
     else:
         raise UsageError("no token given", "pipe it in with `poolctl login --token-stdin`, or set POOLWEB_TOKEN")
     if not token:
-        raise UsageError("the token is empty", "paste the token `manage.py create_api_token USERNAME` printed")
-    Client(url, token).list(limit=1)  # proves the URL and the token before anything is saved
+        raise UsageError("the token is empty", f"paste a token from {token_source(url)}")
+    admin = Client(url, token).is_admin()  # proves the URL and the token before anything is saved
     path = write_file(url, token)
-    out.result({"url": url, "config_file": str(path)},
-               lambda: f"Signed in to {url}; saved to {path} (readable only by you).")
+    who = "an admin" if admin else "a user who is not an admin"
+    out.result({"url": url, "config_file": str(path), "admin": admin},
+               lambda: f"Signed in to {url} as {who}; saved to {path} (readable only by you).")
     out.hint("poolctl pools", "poolctl policies")
     return 0
 
@@ -238,7 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in ("state", "policy", "profile", "pool", "owner"):
         listing.add_argument(f"--{name}", help="a state, or several separated by commas" if name == "state" else None)
     listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
-    commands.add("queue", cmd_queue, "a pool's pending requests in service order").add_argument("pool")
+    commands.add("queue", cmd_queue, "a pool's pending requests in service order; without POOL, each pool's "
+                 "queue in a row").add_argument("pool", nargs="?")
     commands.add("pools", cmd_pools, "each pool's capacity, use and queue")
     commands.add("policies", cmd_policies, "each policy's usage, reservations and limits")
     login = commands.add("login", cmd_login, "check a URL and token, and save them for the next commands")

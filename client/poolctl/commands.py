@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from poolctl.api import Client, RequestRef
+from poolctl.api import RequestRef
+from poolctl.client import Client
 from poolctl.errors import EXIT_CODES, USAGE, PoolctlError
 from poolctl.models import Request
 from poolctl.render import Cell, Progress, colour_wanted, json_text, printable, table, terminal_width
@@ -61,6 +62,13 @@ class Output:
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[Cell | str]]) -> str:
         return table(headers, rows, colour=self.colour, width=terminal_width(self.stdout))
+
+
+def warn(out: Output, request: Request) -> None:
+    """What the server warns about ``request``, a line each on stderr: its words, not the client's
+    (a server without ``warnings`` sends none, and nothing is printed)."""
+    for warning in request.warnings:
+        out.say(f"poolctl: warning: {warning.message or warning.code}")
 
 
 def client_for(args: argparse.Namespace) -> Client:

@@ -75,6 +75,11 @@ def write_file(url: str, token: str, path: Path | None = None) -> Path:
     return path
 
 
+def token_source(url: str) -> str:
+    """Where a person gets an API token for the server at ``url``."""
+    return f"the console's Tokens page, {url}/account/tokens/ (or ask an admin: `manage.py create_api_token USERNAME`)"
+
+
 def normalise_url(url: str) -> str:
     """The server's root URL without a trailing slash; a usage error naming the fix otherwise."""
     url = url.strip().rstrip("/")

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 Quantities = dict[str, float]  # resource key → quantity, as the server writes it (2, 0.5, 0.143)
+STEP_RUN = "step_run"  # one job slot, which the server adds to every request (docs/scheduling.md §1)
 
 PENDING, ALLOCATED, PREEMPTING = "pending", "allocated", "preempting"
 RELEASED, PREEMPTED, REJECTED, CANCELLED, EXPIRED = "released", "preempted", "rejected", "cancelled", "expired"
@@ -48,8 +49,18 @@ class Result:
 
 
 @dataclass(frozen=True)
+class RequestWarning(Result):
+    """What the server says its owner may want to change about a request (a ``code`` and a
+    sentence), like ``preemptible_without_retries``: the request is accepted all the same."""
+
+    code: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class Request(Result):
-    """A request object (docs/api.md §3)."""
+    """A request object (docs/api.md §3), also a queue's entry (``GET /pools/{name}/queue``): a
+    request of another team has only the public fields there, the others None."""
 
     id: int
     state: str
@@ -73,15 +84,25 @@ class Request(Result):
     lease_expires_at: datetime | None = None
     lease_seconds: int | None = None
     queue_pool: str | None = None
+    grace_ends_at: datetime | None = None  # preempting only: when the server evicts it (R-44)
+    warnings: tuple[RequestWarning, ...] = ()  # a server before issue 20 sends none
+
+    MOMENTS = ("submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Request:
         values = _known(cls, data)
-        for name in ("submitted_at", "allocated_at", "finished_at", "lease_expires_at"):
+        for name in cls.MOMENTS:
             values[name] = moment(values.get(name))
         values["resources"] = values.get("resources") or {}
         values["labels"] = values.get("labels") or {}
+        values["warnings"] = tuple(RequestWarning(**_known(RequestWarning, w)) for w in values.get("warnings") or ())
         return cls(**values)
+
+    @property
+    def job_resources(self) -> Quantities:
+        """What the job was given: its resources without the ``step_run: 1`` every request has."""
+        return {key: amount for key, amount in self.resources.items() if key != STEP_RUN}
 
     @property
     def live(self) -> bool:
@@ -109,29 +130,6 @@ class Pool(Result):
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Pool:
         return cls(**_known(cls, data))
-
-
-@dataclass(frozen=True)
-class QueueEntry(Result):
-    """A pending request in a pool's queue (``GET /pools/{name}/queue``), in service order."""
-
-    id: int
-    policy: str
-    profile: str
-    position: int | None = None
-    reason: str | None = None
-    message: str | None = None
-    name: str | None = None
-    owner: str | None = None
-    resources: Quantities = field(default_factory=dict)
-    preemptible: bool | None = None
-    submitted_at: datetime | None = None
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> QueueEntry:
-        values = _known(cls, data)
-        values["submitted_at"] = moment(values.get("submitted_at"))
-        return cls(**values)
 
 
 @dataclass(frozen=True)

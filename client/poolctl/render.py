@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TextIO
 
-from poolctl.models import Request
+from poolctl.models import STEP_RUN, Request
 
 STATE_COLOURS = {"pending": "33", "allocated": "32", "preempting": "35", "released": "2",
                  "preempted": "31", "rejected": "31", "cancelled": "2", "expired": "31"}
@@ -117,7 +117,7 @@ def quantity(value: object) -> str:
 
 def quantities(values: dict[str, float]) -> str:
     """{"gpu": 4, "step_run": 1} → "gpu 4": step_run is on every request, so it says nothing."""
-    return ", ".join(f"{key} {quantity(amount)}" for key, amount in sorted(values.items()) if key != "step_run")
+    return ", ".join(f"{key} {quantity(amount)}" for key, amount in sorted(values.items()) if key != STEP_RUN)
 
 
 def duration(seconds: float) -> str:
@@ -133,19 +133,67 @@ def local_time(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value else ""
 
 
-def waiting_line(request: Request, waited: float, trouble: str | None = None) -> str:
-    """request 17 queued · position 3 · WaitingForCapacity: pool h100 is short of 2 gpu · 1m20s"""
-    parts = [f"request {request.id} {state_word(request.state)}"]
+# A part of a fitted line is its forms, longest first; each shorter form says how readily the
+# line takes it (lower: sooner), and "" leaves the part out.
+Form = tuple[str, int]
+SEP = " · "
+# What gives way, first to last, when the live line is wider than the terminal: the reason's
+# sentence (a word at a time, from its end), the trouble's detail, the reason's code, the words
+# "request" and "position" (their numbers stay), the attempt, "retrying", and at last all but the
+# time waited, which never gives way.
+SENTENCE, TROUBLE, REASON, LABELS, ATTEMPT, RETRYING, LAST = range(1, 8)
+
+
+def fit(parts: Sequence[Sequence[Form]], width: int | None) -> str:
+    """The parts joined by " · ", in at most ``width`` characters when it is given: while longer,
+    the part whose next form is the most readily taken takes it (the earlier part on a tie); then,
+    the last taken first, each step is given back if the line still fits (a reprieve: a short
+    form of a part that gave way early may fit in what a later one left). Only whole forms are
+    shown: a text is cut where its forms cut it, a number never."""
+    chosen, taken = [0] * len(parts), []
+
+    def line() -> str:
+        return SEP.join(text for part, at in zip(parts, chosen) if (text := part[at][0]))
+
+    while width is not None and len(line()) > width:
+        steps = [(part[at + 1][1], index) for index, (part, at) in enumerate(zip(parts, chosen)) if at + 1 < len(part)]
+        if not steps:
+            break
+        taken.append(min(steps)[1])
+        chosen[taken[-1]] += 1
+    for index in reversed(taken):
+        chosen[index] -= 1
+        if len(line()) > width:
+            chosen[index] += 1
+    return line()
+
+
+def explained(head: str, text: str | None, readily: int) -> list[Form]:
+    """``head: text``, then with fewer and fewer of text's words (ending in "…"), then ``head``."""
+    if not text:
+        return [(head, 0)]
+    words = text.split(" ")
+    cut = [(f"{head}: {' '.join(words[:n])}…", readily) for n in range(len(words) - 1, 0, -1)]
+    return [(f"{head}: {text}", 0), *cut, (head, readily)]
+
+
+def waiting_line(request: Request, waited: float, trouble: str | None = None, width: int | None = None) -> str:
+    """request 17 queued · position 3 · WaitingForCapacity: pool h100 is short of 2 gpu · 1m20s
+
+    Within ``width`` characters when given, its parts giving way in the order above."""
+    parts: list[list[Form]] = [[(f"request {request.id} {state_word(request.state)}", 0),
+                                (f"{request.id} {state_word(request.state)}", LABELS), ("", LAST)]]
     if request.attempt > 1:
-        parts.append(f"attempt {request.attempt}")
+        parts.append([(f"attempt {request.attempt}", 0), ("", ATTEMPT)])
     if request.position is not None:
-        parts.append(f"position {request.position}")
+        parts.append([(f"position {request.position}", 0), (f"pos {request.position}", LABELS), ("", LAST)])
     if request.reason:
-        parts.append(f"{request.reason}: {request.message}" if request.message else request.reason)
-    parts.append(duration(waited))
+        parts.append([*explained(printable(request.reason), request.message and printable(request.message), SENTENCE),
+                      ("", REASON)])
     if trouble:
-        parts.append(f"retrying: {trouble}")
-    return printable(" · ".join(parts))
+        parts.append([*explained("retrying", printable(trouble), TROUBLE), ("", RETRYING)])
+    parts.append([(duration(waited), 0)])
+    return fit(parts, width)
 
 
 class Progress:
@@ -160,17 +208,16 @@ class Progress:
         self.plain_key: tuple | None = None
 
     def show(self, request: Request, waited: float, trouble: str | None = None) -> None:
-        line = waiting_line(request, waited, trouble)
-        if self.animate:
-            width = shutil.get_terminal_size().columns - 1
-            self.stream.write("\r\033[2K" + (line if len(line) <= width else line[:width - 1] + "…"))
+        if self.animate:  # short of the last column, where some terminals wrap at once
+            line = waiting_line(request, waited, trouble, width=shutil.get_terminal_size().columns - 1)
+            self.stream.write("\r\033[2K" + line)
             self.shown = line
         else:
             key = (request.state, request.reason, request.message, request.position, request.attempt, trouble)
             if key == self.plain_key:
                 return
             self.plain_key = key
-            self.stream.write(line + "\n")
+            self.stream.write(waiting_line(request, waited, trouble) + "\n")
         self.stream.flush()
 
     def clear(self) -> None:

@@ -2,15 +2,17 @@
 
 1. Submit, then wait with one live progress line (state, position, reason, time waited).
 2. Run CMD in its own process group with ``POOLWEB_REQUEST_ID``, ``POOLWEB_POOL``,
-   ``POOLWEB_ATTEMPT`` and ``POOLWEB_RESOURCES`` (JSON) in its environment, heartbeating meanwhile.
+   ``POOLWEB_ATTEMPT`` and ``POOLWEB_RESOURCES`` (JSON, without the ``step_run: 1`` every
+   request has) in its environment, heartbeating meanwhile; the command is echoed shell-quoted.
 3. Ctrl-C or SIGTERM is forwarded to CMD's group (a second one kills the group); once CMD has
    exited, the allocation is released.
 4. When the request turns ``preempting`` (R-44), CMD's group gets ``--signal`` (TERM), then
    SIGKILL at the end of the grace: ``--grace`` seconds, or else when the server ends the
-   grace by evicting the request (the request object does not say when the grace ends; it is
+   grace by evicting the request (at ``grace_ends_at``, by the server's clock: the request is
    read every second meanwhile, and a read past the deadline makes the server evict at once).
-   The allocation is released (acknowledged) and, while retries remain (``--max-retries``,
-   R-46), the request waits again and CMD runs again with ``POOLWEB_ATTEMPT`` one higher.
+   The allocation is released (acknowledged) and, while retries remain (``--max-retries``: 3
+   unless given, 0 opts out; R-46), the request waits again and CMD runs again with
+   ``POOLWEB_ATTEMPT`` one higher.
 5. At the end: release, and exit with CMD's exit code (128 + N when a signal N ended it); the
    codes of ``poolctl --help`` otherwise. ``--result-file`` gets a JSON summary either way.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -31,14 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from poolctl.allocation import LeaseKeeper, give_back
-from poolctl.api import Client
-from poolctl.commands import Commands, Output, client_for, wait_with_progress
+from poolctl.client import Client
+from poolctl.commands import Commands, Output, client_for, wait_with_progress, warn
 from poolctl.errors import Interrupted, PoolctlError, UsageError, lost
 from poolctl.models import PENDING, PREEMPTING, Request
-from poolctl.render import quantities
+from poolctl.render import local_time, quantities
 from poolctl.submission import add_submission_arguments, seconds, submission_from
 
 STEP = 0.2  # seconds between looks at the command and the request while it runs
+RETRIES = 3  # a preempted command runs again by default, as Slurm requeues a preempted job
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -104,6 +108,7 @@ class Runner:
         try:
             self._note(self.client.submit(**self.submission))
             self.out.say(f"poolctl: submitted request {self.request.id} ({self.request.policy}/{self.request.profile})")
+            warn(self.out, self.request)
             while True:
                 self._wait()
                 attempt = self._attempt()
@@ -144,7 +149,8 @@ class Runner:
         attempt = Attempt(attempt=request.attempt, pool=request.pool, started_at=now())
         self.summary.attempts.append(attempt)
         self.out.say(f"poolctl: request {request.id} allocated on pool {request.pool} "
-                     f"({quantities(request.resources)}); running {' '.join(self.args.cmd)} (attempt {request.attempt})")
+                     f"({quantities(request.resources)}); running {shlex.join(self.args.cmd)} "
+                     f"(attempt {request.attempt})")
         keeper = LeaseKeeper(self.client, request)
         self.signals = []
         self.process = self._start(request)
@@ -163,7 +169,7 @@ class Runner:
 
     def _start(self, request: Request) -> subprocess.Popen:
         environment = {**os.environ, "POOLWEB_REQUEST_ID": str(request.id), "POOLWEB_POOL": request.pool or "",
-                       "POOLWEB_ATTEMPT": str(request.attempt), "POOLWEB_RESOURCES": json.dumps(request.resources)}
+                       "POOLWEB_ATTEMPT": str(request.attempt), "POOLWEB_RESOURCES": json.dumps(request.job_resources)}
         try:
             return subprocess.Popen(self.args.cmd, env=environment, process_group=0)
         except OSError as error:
@@ -198,7 +204,8 @@ class Runner:
         self._signal_command(getattr(signal, f"SIG{name}"))
         keeper.read_every(1.0)  # a read after the grace makes the server evict at once
         grace = self.args.grace
-        until = f"SIGKILL in {grace:g} s" if grace is not None else "SIGKILL when the server ends the grace"
+        ends = f" at {local_time(request.grace_ends_at)}" if request.grace_ends_at else ""
+        until = f"SIGKILL in {grace:g} s" if grace is not None else f"SIGKILL when the server ends the grace{ends}"
         self.out.say(f"poolctl: request {request.id} is being preempted ({request.reason}: {request.message}); "
                      f"sent SIG{name} to the command, {until}")
         return time.monotonic() + grace if grace is not None else float("inf")
@@ -279,7 +286,8 @@ def signal_name(text: str) -> str:
 def add_run_command(commands: Commands) -> None:
     run = commands.add("run", cmd_run, "run a command under an allocation: wait, run, heartbeat, step aside when "
                                        "preempted, release")
-    add_submission_arguments(run)
+    add_submission_arguments(run, RETRIES, "times to queue again and run the command again after preemption; 0: "
+                                           "a preemption ends the run")
     behaviour = run.add_argument_group("running the command")
     behaviour.add_argument("--grace", type=seconds, metavar="SECONDS",
                            help="after the preemption signal, SIGKILL after this long (default: when the server "

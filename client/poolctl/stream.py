@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from poolctl import __version__
+from poolctl.version import USER_AGENT
 
 PATH = "/ws/events/"
 OPEN_TIMEOUT = 10.0
@@ -64,7 +64,7 @@ class EventStream:
             # Entered as a context (websockets 17 deprecates holding a bare connection); closing
             # the stack closes it.
             self.connection = self.stack.enter_context(connect(
-                self.url, open_timeout=self.open_timeout, close_timeout=1, user_agent_header=f"poolctl/{__version__}"))
+                self.url, open_timeout=self.open_timeout, close_timeout=1, user_agent_header=USER_AGENT))
             # resume_from null starts at once from now; a number replays what a drop missed.
             self.connection.send(json.dumps({"token": self.token, "resume_from": self.last_seq}))
         except Exception as error:  # no websockets, refused, timed out, not a websocket server

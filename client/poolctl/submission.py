@@ -57,15 +57,17 @@ def seconds(text: str) -> float:
     return value
 
 
-def add_submission_arguments(parser: argparse.ArgumentParser) -> None:
+def add_submission_arguments(parser: argparse.ArgumentParser, default_retries: int = 0,
+                             retries: str = "times to re-queue after preemption; 0: a preemption ends the request"
+                             ) -> None:
     queue = parser.add_argument_group("the request")
     queue.add_argument("--policy", required=True, help="the policy to submit to (see `poolctl policies`)")
     queue.add_argument("--profile", required=True, help="the job shape, e.g. half, 2xgpu, job")
     queue.add_argument("--name", help="a name people see in the queue")
     queue.add_argument("--label", type=label, action="append", default=[], metavar="KEY=VALUE",
                        help="a label (repeat for more)")
-    queue.add_argument("--max-retries", type=int, default=0, metavar="N",
-                       help="times to re-queue after preemption (default 0)")
+    queue.add_argument("--max-retries", type=int, default=default_retries, metavar="N",
+                       help=f"{retries} (default {default_retries})")
     queue.add_argument("--lease", type=int, metavar="SECONDS",
                        help="lease length, renewed by heartbeats (server default 300, range 10…86400)")
     queue.add_argument("--not-preemptible", action="store_true",

@@ -16,14 +16,14 @@ import threading
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from poolctl import __version__
+from poolctl.config import token_source
 from poolctl.errors import (AuthenticationFailed, Conflict, InvalidInput, NotFound, PermissionRefused, PoolctlError,
                             ServerError, Unreachable)
+from poolctl.version import USER_AGENT
 
 API = "/api/v1"
 TIMEOUT = 30.0
 STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
-TOKEN_HINT = "ask an admin for a new token (`manage.py create_api_token USERNAME`), then run `poolctl login`"
 URL_HINT = "check POOLWEB_URL (or run `poolctl login`): the server's root URL, like http://127.0.0.1:8000"
 INPUT_HINTS = {
     "unknown_policy": "`poolctl policies` lists the policies",
@@ -48,7 +48,7 @@ class Transport:
             target += "?" + urlencode({key: value for key, value in params.items() if value is not None})
         payload = json.dumps(body).encode() if body is not None else None
         sent = {"Authorization": f"Bearer {self.token}", "Accept": "application/json",
-                "User-Agent": f"poolctl/{__version__}", **(headers or {})}
+                "User-Agent": USER_AGENT, **(headers or {})}
         if payload is not None:
             sent["Content-Type"] = "application/json"
         status, content_type, data = self._exchange(method, target, payload, sent, retry)
@@ -121,7 +121,8 @@ def answer(method: str, path: str, status: int, content_type: str, data: bytes, 
 def error_for(status: int, body: dict[str, Any], url: str) -> PoolctlError:
     detail = str(body.get("detail", "")).rstrip(".")
     if status == 401:
-        return AuthenticationFailed(f"the server at {url} refused the token ({detail or 'not valid'})", TOKEN_HINT)
+        return AuthenticationFailed(f"the server at {url} refused the token ({detail or 'not valid'})",
+                                    f"make a token on {token_source(url)}, then run `poolctl login`")
     if status == 403:
         if "group" in detail:
             return PermissionRefused(detail, "ask an admin to add you to that group")

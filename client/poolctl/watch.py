@@ -1,5 +1,6 @@
 """Following one request: its object each time it changes, from the event stream while that is
-up, by polling with backoff while it is not.
+up, by polling with backoff while it is not; and waiting, which follows it until it leaves
+``pending``.
 
 With the stream up, a ``request.updated`` event carries the new object; a ``pool.updated`` for
 the pool the request queues on means positions moved, so the request is read again (at most once
@@ -15,15 +16,13 @@ must not end a wait); ``trouble`` says what is wrong meanwhile. Refusals (a revo
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
+from poolctl.api import Api, RequestRef
 from poolctl.backoff import Backoff
-from poolctl.errors import Unreachable
-from poolctl.models import Request
+from poolctl.errors import Unreachable, WaitTimeout, ended
+from poolctl.models import PENDING, Request
 from poolctl.stream import RESYNC, EventStream, StreamDown
-
-if TYPE_CHECKING:
-    from poolctl.api import Client
 
 RECHECK = 20.0  # seconds between reads while the stream is up: the backoff's cap
 POSITION_READS = 1.0  # at most one read per this many seconds for a pool's events
@@ -36,9 +35,9 @@ def changed(before: Request, after: Request) -> bool:
 
 
 class RequestWatch:
-    def __init__(self, client: Client, request: Request) -> None:
-        self.client, self.request, self.clock = client, request, time.monotonic
-        self.stream: EventStream = client.event_stream()
+    def __init__(self, api: Api, request: Request) -> None:
+        self.api, self.request, self.clock = api, request, time.monotonic
+        self.stream: EventStream = api.event_stream()
         self.backoff = Backoff()
         self.streaming = True  # try the stream (again) before the next read
         self.next_read = self.clock()  # the stream first, then a read: a change in between is seen
@@ -84,7 +83,7 @@ class RequestWatch:
     def _read(self) -> Request | None:
         self.last_read = self.clock()
         try:
-            fresh = self.client.get(self.request.id)
+            fresh = self.api.get(self.request.id)
         except Unreachable as error:
             self.trouble = error
             self.next_read = self.clock() + self.backoff.next()
@@ -114,3 +113,37 @@ class RequestWatch:
 
     def close(self) -> None:
         self.stream.close()
+
+
+ProgressHook = Callable[[Request, RequestWatch], None]
+
+
+def wait_while_pending(api: Api, request: RequestRef, timeout: float | None = None, *,
+                       progress: ProgressHook | None = None) -> Request:
+    """Until the request is no longer pending: returned when it holds capacity (or was
+    released already); ``Rejected``, ``Cancelled``, ``Expired`` or ``Preempted`` when it
+    ended without running; ``WaitTimeout`` after ``timeout`` seconds.
+
+    ``progress(request, watch)`` is called about every second while it waits, for a line
+    that shows the state, the place in the queue and the time waited.
+    """
+    current = api.get(request)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    watch = RequestWatch(api, current)
+    try:
+        while current.state == PENDING:
+            if progress is not None:
+                progress(current, watch)
+            left = float("inf") if deadline is None else deadline - time.monotonic()
+            if left <= 0:
+                raise WaitTimeout(f"request {current.id} is still pending after {timeout:g} s "
+                                  f"({current.reason}: {current.message})",
+                                  f"wait again with `poolctl wait {current.id}`, or cancel it")
+            step = min(left, 1.0) if progress is not None else (None if deadline is None else left)
+            current = watch.next(step) or watch.request
+    finally:
+        watch.close()
+    failure = ended(current)
+    if failure is not None:
+        raise failure
+    return current

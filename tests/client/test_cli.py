@@ -41,6 +41,11 @@ def test_the_queue_shows_who_waits_in_service_order(poolctl, live):
     assert [(e["id"], e["position"], e["owner"]) for e in entries] == [(waiting["id"], 1, "bob")]
     table = poolctl("queue", "box")
     assert table.stdout.splitlines()[0].split()[:3] == ["POS", "ID", "QUEUE"] and "dev/one" in table.stdout
+    summary = json.loads(poolctl("--json", "queue").stdout)  # no pool: every pool's queue in a row
+    assert [(s["pool"], s["pending"], s["running"], s["next"]["id"]) for s in summary] == [("box", 1, 1, waiting["id"])]
+    rows = poolctl("queue").stdout.splitlines()
+    assert rows[0].split() == ["POOL", "PENDING", "RUNNING", "NEXT", "QUEUE", "WAITING", "WHY"]
+    assert rows[1].split()[:5] == ["box", "1", "1", str(waiting["id"]), "dev/one"]
     timed_out = poolctl("wait", str(waiting["id"]), "--timeout", "1")
     assert timed_out.returncode == errors.TIMEOUT and "still pending after 1 s" in timed_out.stderr
     assert poolctl("cancel", str(waiting["id"])).returncode == 0
@@ -76,8 +81,9 @@ def test_a_bad_token_is_one_line_naming_the_fix(poolctl, live):
     result = poolctl("pools", token="not-a-token")
     assert result.returncode == errors.REFUSED
     assert single_line(result) == (
-        f"poolctl: the server at {live.server.url} refused the token (the token is not valid): ask an admin for a "
-        "new token (`manage.py create_api_token USERNAME`), then run `poolctl login`")
+        f"poolctl: the server at {live.server.url} refused the token (the token is not valid): make a token on the "
+        f"console's Tokens page, {live.server.url}/account/tokens/ (or ask an admin: `manage.py create_api_token "
+        "USERNAME`), then run `poolctl login`")
 
 
 def test_an_unreachable_server_is_one_line_naming_the_fix_and_debug_shows_the_traceback(poolctl):
@@ -164,9 +170,14 @@ def test_login_checks_the_token_and_saves_it_for_the_next_commands(live, tmp_pat
     login = [sys.executable, "-m", "poolctl", "login", "--url", live.server.url, "--token-stdin"]
     bad = subprocess.run(login, input="wrong\n", env=environment, capture_output=True, text=True)
     assert bad.returncode == errors.REFUSED and not (tmp_path / "home" / "poolctl").exists()
+    empty = subprocess.run(login, input="\n", env=environment, capture_output=True, text=True)
+    assert empty.returncode == errors.USAGE and f"{live.server.url}/account/tokens/" in empty.stderr
     good = subprocess.run(login, input=live.bob + "\n", env=environment, capture_output=True, text=True)
     assert good.returncode == 0, good.stderr
+    assert good.stdout.startswith(f"Signed in to {live.server.url} as a user who is not an admin;")
     saved = tmp_path / "home" / "poolctl" / "config.json"
     assert oct(os.stat(saved).st_mode & 0o777) == "0o600"
     pools = subprocess.run([sys.executable, "-m", "poolctl", "pools"], env=environment, capture_output=True, text=True)
     assert pools.returncode == 0 and "box" in pools.stdout
+    admin = subprocess.run([*login, "--json"], input=live.alice + "\n", env=environment, capture_output=True, text=True)
+    assert json.loads(admin.stdout)["admin"] is True

@@ -40,6 +40,7 @@ def test_each_status_becomes_its_error_and_exit_code(status, body, kind, code):
 def test_a_bad_token_names_the_fix():
     line = error_for(401, {"detail": "the token is not valid"}, URL).line()
     assert "refused the token" in line and "poolctl login" in line and "create_api_token" in line
+    assert f"the console's Tokens page, {URL}/account/tokens/" in line
 
 
 def test_not_being_in_the_group_names_the_fix():

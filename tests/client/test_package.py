@@ -5,6 +5,8 @@ import is still read; the typed results read the server's objects and nothing el
 from __future__ import annotations
 
 import ast
+import graphlib
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -43,11 +45,54 @@ def test_the_check_sees_the_modules_and_would_catch_django(tmp_path):
     assert third_party_imports(bad) == ["django", "poolweb"]
 
 
+def poolctl_imports(path: Path) -> set[str]:
+    """The poolctl modules ``path`` imports, wherever the import stands: at the top, under
+    ``TYPE_CHECKING`` or inside a function (a circle hidden there is a circle all the same)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "poolctl"}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "poolctl":
+            modules = {f"poolctl.{alias.name}" for alias in node.names if (CLIENT / f"{alias.name}.py").exists()}
+            found |= modules if node.module == "poolctl" and modules else {node.module}
+    return found
+
+
+def module_name(path: Path) -> str:
+    return "poolctl" if path.stem == "__init__" else f"poolctl.{path.stem}"
+
+
+def test_the_client_modules_import_one_another_without_a_circle():
+    graph = {module_name(path): poolctl_imports(path) for path in MODULES}
+    try:
+        order = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        pytest.fail(f"an import circle: {' → '.join(error.args[1])}")
+    assert order.index("poolctl.api") < order.index("poolctl.watch") < order.index("poolctl.allocation")
+
+
 def test_a_request_object_is_read_with_its_times_and_unknown_fields_ignored():
     request = Request.from_json({"id": 17, "state": "allocated", "pool": "h100", "resources": {"gpu": 4, "step_run": 1},
                                  "submitted_at": "2026-01-01T10:00:00.123456Z", "a_field_from_a_newer_server": 1})
     assert request.live and not request.terminal and request.submitted_at.tzinfo is not None
     assert request.to_json()["submitted_at"] == "2026-01-01T10:00:00.123456Z"
+
+
+def test_the_client_reads_every_field_of_the_servers_request_object():
+    from poolweb.services.payloads import REQUEST_FIELDS
+
+    # ``warnings`` the server adds to every request object (issue 20); the client reads it already,
+    # and an older server's object without it reads as no warnings.
+    assert {field.name for field in fields(Request)} == {*REQUEST_FIELDS, "warnings"}
+
+
+def test_a_preempting_requests_grace_end_and_the_servers_warnings_are_read():
+    request = Request.from_json({"id": 1, "state": "preempting", "grace_ends_at": "2026-01-01T10:00:30Z",
+                                 "warnings": [{"code": "preemptible_without_retries", "message": "no retries"}]})
+    assert request.grace_ends_at.isoformat() == "2026-01-01T10:00:30+00:00"
+    assert [(w.code, w.message) for w in request.warnings] == [("preemptible_without_retries", "no retries")]
+    assert request.to_json()["warnings"] == [{"code": "preemptible_without_retries", "message": "no retries"}]
+    assert Request.from_json({"id": 1, "state": "pending"}).warnings == ()
 
 
 def test_a_queue_entry_of_another_team_lacks_names_and_still_reads():

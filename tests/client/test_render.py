@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import shutil
 
 import pytest
 
@@ -92,3 +94,35 @@ def test_on_a_terminal_the_progress_line_rewrites_itself():
     progress.show(waiting(), 2)
     progress.clear()
     assert stream.getvalue().count("\r\033[2K") == 3 and "\n" not in stream.getvalue()
+
+
+TROUBLE = "cannot reach the Poolweb server at http://127.0.0.1:8000 (connection refused)"
+
+
+def live_line(monkeypatch, columns: int, **fields) -> str:
+    """What the progress line shows on a terminal ``columns`` wide."""
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *args: os.terminal_size((columns, 24)))
+    stream = FakeTerminal()
+    Progress(stream, animate=True).show(waiting(**fields), 80, trouble=TROUBLE)
+    return stream.getvalue().removeprefix("\r\033[2K")
+
+
+def words(text: str) -> set[str]:
+    return {word.strip("…:·()") for word in text.split()}
+
+
+@pytest.mark.parametrize("columns", [200, 100, 80, 60, 45, 30, 20, 8])
+def test_the_live_line_fits_the_terminal_and_keeps_the_time_waited_and_whole_numbers(monkeypatch, columns):
+    full = waiting_line(waiting(attempt=2), 80, TROUBLE)
+    line = live_line(monkeypatch, columns, attempt=2)
+    assert len(line) < columns and line.endswith(" 1m20s") or line == "1m20s"
+    assert {word for word in words(line) if any(c.isdigit() for c in word)} <= words(full)  # none cut
+
+
+def test_the_least_useful_parts_give_way_first_and_what_fits_again_comes_back(monkeypatch):
+    assert live_line(monkeypatch, 101) == ("request 17 queued · position 3 · WaitingForCapacity · retrying: cannot "
+                                           "reach the Poolweb… · 1m20s")
+    assert live_line(monkeypatch, 61) == "request 17 queued · position 3 · retrying: cannot… · 1m20s"
+    assert live_line(monkeypatch, 51) == "request 17 queued · position 3 · retrying · 1m20s"
+    assert live_line(monkeypatch, 41) == "17 queued · pos 3 · retrying · 1m20s"
+    assert live_line(monkeypatch, 21) == "position 3 · 1m20s"

@@ -56,10 +56,11 @@ def train(tmp_path) -> Path:
     return script
 
 
-def start_run(live: People, tmp_path: Path, train: Path, behaviour: str, *options: str) -> subprocess.Popen:
+def start_run(live: People, tmp_path: Path, train: Path, behaviour: str, *options: str,
+              arguments: tuple[str, ...] = ()) -> subprocess.Popen:
     command = [sys.executable, "-m", "poolctl", "run", "--policy", "dev", "--profile", "two",
                "--result-file", str(tmp_path / "result.json"), *options,
-               "--", sys.executable, str(train), str(tmp_path / "journal"), behaviour]
+               "--", sys.executable, str(train), str(tmp_path / "journal"), behaviour, *arguments]
     return subprocess.Popen(command, env=poolctl_environment(live.server.url, live.bob, tmp_path / "config"),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -84,11 +85,12 @@ def result(tmp_path: Path) -> dict:
 
 
 def test_the_command_gets_its_allocation_and_its_exit_code_is_passed_through(live, tmp_path, train):
-    code, stderr = finish(start_run(live, tmp_path, train, "exit-42"))
+    code, stderr = finish(start_run(live, tmp_path, train, "exit-42", arguments=("--note", "two words")))
     assert code == 42, stderr
     started = json.loads(journal(tmp_path)[0].removeprefix("attempt 1 started "))
     assert started["POOLWEB_POOL"] == "box" and started["POOLWEB_ATTEMPT"] == "1"
-    assert json.loads(started["POOLWEB_RESOURCES"]) == {"gpu": 2, "step_run": 1}
+    assert json.loads(started["POOLWEB_RESOURCES"]) == {"gpu": 2}  # not the step_run every request has
+    assert f"; running {sys.executable} {train} {tmp_path / 'journal'} exit-42 --note 'two words' (attempt 1)" in stderr
     summary = result(tmp_path)
     assert summary["request_id"] == int(started["POOLWEB_REQUEST_ID"])
     assert (summary["exit_code"], summary["command_exit_code"], summary["state"]) == (42, 42, "released")
@@ -96,7 +98,7 @@ def test_the_command_gets_its_allocation_and_its_exit_code_is_passed_through(liv
 
 
 def test_a_preempted_command_is_signalled_requeued_and_succeeds_on_its_second_attempt(live, tmp_path, train):
-    run = start_run(live, tmp_path, train, "checkpoints", "--max-retries", "1")
+    run = start_run(live, tmp_path, train, "checkpoints")  # no --max-retries: a run is re-queued by default
     wait_until(lambda: any("attempt 1 started" in line for line in journal(tmp_path)), 30, "the first attempt")
     alice = Client(live.server.url, live.alice)
     urgent = alice.wait(alice.submit(policy="urgent", profile="two"), timeout=30)  # evicts bob's first attempt
@@ -110,10 +112,11 @@ def test_a_preempted_command_is_signalled_requeued_and_succeeds_on_its_second_at
         (1, "preempted", 128 + signal.SIGTERM), (2, "exited", 0)]
     assert (summary["state"], summary["exit_code"]) == ("released", 0)
     assert "queued again for attempt 2" in stderr
+    assert Client(live.server.url, live.bob).get(summary["request_id"]).max_retries == 3
 
 
 def test_a_command_that_ignores_the_signal_is_killed_when_the_servers_grace_ends(live, tmp_path, train):
-    run = start_run(live, tmp_path, train, "stubborn")
+    run = start_run(live, tmp_path, train, "stubborn", "--max-retries", "0")  # opted out: preemption ends it
     wait_until(lambda: journal(tmp_path), 30, "the command to start")
     alice = Client(live.server.url, live.alice)
     urgent = alice.submit(policy="urgent", profile="two")
@@ -123,12 +126,12 @@ def test_a_command_that_ignores_the_signal_is_killed_when_the_servers_grace_ends
     summary = result(tmp_path)
     assert summary["attempts"][0]["exit_code"] == 128 + signal.SIGKILL and summary["state"] == "preempted"
     assert "grace period" in summary["message"]  # the server evicted it: the client waited the whole grace
-    assert summary["error"]["type"] == "preempted" and "SIGKILL when the server ends the grace" in stderr
+    assert summary["error"]["type"] == "preempted" and "SIGKILL when the server ends the grace at " in stderr
     assert alice.wait(urgent, timeout=30).state == "allocated"
 
 
 def test_with_grace_the_command_is_killed_after_that_long_and_the_preemption_acknowledged(live, tmp_path, train):
-    run = start_run(live, tmp_path, train, "stubborn", "--grace", "0.5", "--signal", "INT")
+    run = start_run(live, tmp_path, train, "stubborn", "--grace", "0.5", "--signal", "INT", "--max-retries", "0")
     wait_until(lambda: journal(tmp_path), 30, "the command to start")
     Client(live.server.url, live.alice).submit(policy="urgent", profile="two")
     code, stderr = finish(run)

@@ -57,7 +57,7 @@ def hostile_server(monkeypatch):
 
 
 COMMANDS = [["list"], ["status", "7"], ["cancel", "7"], ["submit", "--policy", "dev", "--profile", "one"],
-            ["queue", "box"], ["pools"], ["policies"], ["config", "export"], ["config", "versions"],
+            ["queue", "box"], ["queue"], ["pools"], ["policies"], ["config", "export"], ["config", "versions"],
             ["config", "validate"], ["config", "preview"], ["config", "provision"]]
 
 

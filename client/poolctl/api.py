@@ -15,8 +15,8 @@ from typing import Any
 from urllib.parse import quote
 
 from poolctl.config import resolve
-from poolctl.errors import PermissionRefused
-from poolctl.models import PolicyState, Pool, Preview, Request, Validation, Version
+from poolctl.errors import NotFound, PermissionRefused
+from poolctl.models import Account, PolicyState, Pool, Preview, Request, Validation, Version
 from poolctl.stream import EventStream
 from poolctl.transport import Transport
 
@@ -141,9 +141,20 @@ class Api:
         """Copy version ``version`` into the draft (rollback = restore + provision)."""
         return self.transport.call("POST", f"/config/versions/{int(version)}/restore")
 
+    def me(self) -> Account | None:
+        """Who the token signs in as; None from a server older than ``GET /me``. A bad token raises
+        ``AuthenticationFailed``."""
+        try:
+            return Account.from_json(self.transport.call("GET", "/me"))
+        except NotFound:
+            return None
+
     def is_admin(self) -> bool:
-        """Whether the token's user is an admin. The API has no "who am I": this asks what only
-        an admin may read (``GET /management``); a bad token raises ``AuthenticationFailed``."""
+        """Whether the token's user is an admin: ``GET /me``, or on an older server whether it may
+        read what only an admin may (``GET /management``)."""
+        account = self.me()
+        if account is not None:
+            return account.is_admin
         try:
             self.management()
         except PermissionRefused:

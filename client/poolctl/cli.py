@@ -23,7 +23,7 @@ from poolctl.commands import (Commands, Handler, Output, Parser, client_for, com
                               wait_with_progress, warn)
 from poolctl.config import normalise_url, read_file, token_source, write_file
 from poolctl.errors import FAILURE, INTERRUPTED, Interrupted, PoolctlError, UsageError, ended
-from poolctl.models import Pool, Request
+from poolctl.models import Account, Pool, Request
 from poolctl.render import Cell, duration, local_time, number_cell, printable, quantities, state_cell, state_word
 from poolctl.run import add_run_command
 from poolctl.submission import add_submission_arguments, seconds, submission_from
@@ -229,13 +229,24 @@ def cmd_login(args: argparse.Namespace, out: Output) -> int:
         raise UsageError("no token given", "pipe it in with `poolctl login --token-stdin`, or set POOLWEB_TOKEN")
     if not token:
         raise UsageError("the token is empty", f"paste a token from {token_source(url)}")
-    admin = Client(url, token).is_admin()  # proves the URL and the token before anything is saved
+    client = Client(url, token)
+    account = client.me()  # proves the URL and the token before anything is saved
+    admin = client.is_admin() if account is None else account.is_admin
     path = write_file(url, token)
-    who = "an admin" if admin else "a user who is not an admin"
-    out.result({"url": url, "config_file": str(path), "admin": admin},
-               lambda: f"Signed in to {url} as {who}; saved to {path} (readable only by you).")
+    out.result({"url": url, "config_file": str(path), "admin": admin,
+                "username": account.username if account else None},
+               lambda: f"Signed in to {url} as {signed_in_as(account, admin)}; saved to {path} (readable only by you).")
     out.hint("poolctl pools", "poolctl policies")
     return 0
+
+
+def signed_in_as(account: Account | None, admin: bool) -> str:
+    """``bob (teams dev, research)``, ``alice (an admin)``; only the role from a server without ``/me``."""
+    role = "an admin" if admin else "a user who is not an admin"
+    if account is None:
+        return role
+    teams = f"teams {', '.join(account.groups)}" if account.groups else "in no team"
+    return f"{printable(account.username)} ({'an admin, ' if admin else ''}{printable(teams)})"
 
 
 # --- the parser ------------------------------------------------------------------------------------

@@ -231,6 +231,21 @@ class Preview(Result):
 
 
 @dataclass(frozen=True)
+class Account(Result):
+    """Who a token signs in as (``GET /me``)."""
+
+    username: str
+    is_admin: bool = False
+    groups: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Account:
+        values = _known(cls, data)
+        values["groups"] = tuple(values.get("groups") or ())
+        return cls(**values)
+
+
+@dataclass(frozen=True)
 class Version(Result):
     """A provisioned configuration version (``GET /config/versions``)."""
 

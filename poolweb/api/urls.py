@@ -10,4 +10,5 @@ urlpatterns = [
     path("", include("poolweb.api.live")),
     path("", include("poolweb.api.tokens")),
     path("", include("poolweb.api.health")),
+    path("", include("poolweb.api.me")),
 ]

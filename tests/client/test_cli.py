@@ -174,10 +174,11 @@ def test_login_checks_the_token_and_saves_it_for_the_next_commands(live, tmp_pat
     assert empty.returncode == errors.USAGE and f"{live.server.url}/account/tokens/" in empty.stderr
     good = subprocess.run(login, input=live.bob + "\n", env=environment, capture_output=True, text=True)
     assert good.returncode == 0, good.stderr
-    assert good.stdout.startswith(f"Signed in to {live.server.url} as a user who is not an admin;")
+    assert good.stdout.startswith(f"Signed in to {live.server.url} as bob (teams dev);"), good.stdout
     saved = tmp_path / "home" / "poolctl" / "config.json"
     assert oct(os.stat(saved).st_mode & 0o777) == "0o600"
     pools = subprocess.run([sys.executable, "-m", "poolctl", "pools"], env=environment, capture_output=True, text=True)
     assert pools.returncode == 0 and "box" in pools.stdout
     admin = subprocess.run([*login, "--json"], input=live.alice + "\n", env=environment, capture_output=True, text=True)
-    assert json.loads(admin.stdout)["admin"] is True
+    assert {k: v for k, v in json.loads(admin.stdout).items() if k in ("admin", "username")} == {
+        "admin": True, "username": "alice"}

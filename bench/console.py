@@ -222,24 +222,11 @@ def live_figures(users: dict) -> dict:
 
     # The live run's queue: 1,000 pending behind the 1,000 running (the render's 10,000 less the tail).
     RequestRow.objects.filter(state="pending", position__gt=GRANTS + ALONE_GRANTS).delete()
-    from poolweb.ports import free_port, wait_until_listening
+    from tests.live_server import LiveServer
 
-    port = free_port()
-    log = (Path(os.environ["POOLWEB_DATA_DIR"]) / "server.log").open("w")
-    server = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=ROOT, env={**os.environ, "PORT": str(port)},
-                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, process_group=0)
-    try:
-        wait_until_listening(server, "127.0.0.1", port, timeout=120)
-        time.sleep(1.0)
-        return browse(f"http://127.0.0.1:{port}", users)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, 9)
-            server.wait()
-        log.close()
+    with LiveServer(os.environ, Path(os.environ["POOLWEB_DATA_DIR"]) / "server.log") as server:
+        time.sleep(1.0)  # the worker is up too
+        return browse(server.url, users)
 
 
 def browse(base: str, users: dict) -> dict:

@@ -133,30 +133,27 @@ def run(seconds: int) -> dict:
     import django
 
     django.setup()
-    admin_token, tokens = prepare()
-    from bench.front_door import _free_port, _start_server, _stop_server
+    from tests.live_server import LiveServer
 
-    port = _free_port()
+    admin_token, tokens = prepare()
     log = Path(os.environ["POOLWEB_DATA_DIR"]) / "server.log"
-    server = _start_server(port, log)
     record, stop = Record(), threading.Event()
-    threads = [threading.Thread(target=target, args=args, daemon=True) for target, args in (
-        *((member, (port, token, policy, record, stop)) for token, policy in tokens),
-        (admin, (port, admin_token, record, stop)), (probe, (port, admin_token, record, stop)),
-        (follower, (port, admin_token, record, stop)), (slow_reader, (port, admin_token, record, stop)),
-        (pruner, (stop,)))]
-    for thread in threads:
-        thread.start()
-    try:
-        inject_faults(server.pid, seconds)
+    with LiveServer(os.environ, log) as server:
+        port = server.port
+        threads = [threading.Thread(target=target, args=args, daemon=True) for target, args in (
+            *((member, (port, token, policy, record, stop)) for token, policy in tokens),
+            (admin, (port, admin_token, record, stop)), (probe, (port, admin_token, record, stop)),
+            (follower, (port, admin_token, record, stop)), (slow_reader, (port, admin_token, record, stop)),
+            (pruner, (stop,)))]
+        for thread in threads:
+            thread.start()
+        inject_faults(server.process.pid, seconds)
         stop.set()
         for thread in threads:
             thread.join(CALL_TIMEOUT * 2)
         stuck = sum(thread.is_alive() for thread in threads)
         time.sleep(5)  # the last passes
         figures = {"seconds": seconds, **verdicts(record, stuck)}
-    finally:
-        _stop_server(server)
     text = log.read_text()
     figures.update(restarts=text.count("starting it again in"), tracebacks_logged=text.count("Traceback"),
                    what_the_tracebacks_end_with=sorted(set(tracebacks(text))))

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -168,49 +167,23 @@ def run(phases: tuple[str, ...]) -> dict:
     import django
 
     django.setup()
+    from tests.live_server import LiveServer
+
     tokens, admin_token = scenarios.prepare_database(CLIENTS, GPUS)
-    port, log = _free_port(), Path(os.environ["POOLWEB_DATA_DIR"]) / "server.log"
-    server = _start_server(port, log)
+    log = Path(os.environ["POOLWEB_DATA_DIR"]) / "server.log"
     figures: dict = {}
-    try:
-        site = Site(port, tokens, admin_token, log)
+    with LiveServer(os.environ, log) as server:
+        time.sleep(1.0)  # the worker is up too
+        site = Site(server.port, tokens, admin_token, log)
         try:
             for phase in phases:
                 figures.update(getattr(scenarios, phase)(site))
                 print(json.dumps(figures), file=sys.stderr, flush=True)  # so far, should a later phase fail
         finally:
             site.clients.close()
-    finally:
-        _stop_server(server)
     figures["database_locked"] = figures.get("database_locked", 0) + log.read_text().count("database is locked")
     figures["server_errors_logged"] = log.read_text().count("Traceback")
     return figures
-
-
-def _free_port() -> int:
-    from poolweb.ports import free_port
-
-    return free_port()
-
-
-def _start_server(port: int, log: Path) -> subprocess.Popen:
-    from poolweb.ports import wait_until_listening
-
-    out = log.open("w")
-    server = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=ROOT, env={**os.environ, "PORT": str(port)},
-                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, process_group=0)
-    wait_until_listening(server, "127.0.0.1", port, timeout=120)
-    time.sleep(1.0)  # the worker is up too
-    return server
-
-
-def _stop_server(server: subprocess.Popen) -> None:
-    server.send_signal(signal.SIGTERM)
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.results import merge_runtime, percentile
@@ -132,6 +132,7 @@ def latency_part() -> dict[str, float]:
     from poolweb.services.config import config_provision_document
     from poolweb.services.requests import Submission, request_submit
     from reconcile import Vector
+    from tests.live_server import launch, stop
 
     user = setup_database()
     config_provision_document(document={
@@ -149,17 +150,13 @@ def latency_part() -> dict[str, float]:
     settings.POOLWEB = {**settings.POOLWEB, "PASSES": "inline"}
     inline = [submit_and_wait() for _ in range(SUBMISSIONS)]
     settings.POOLWEB = {**settings.POOLWEB, "PASSES": "worker"}
-    loop = subprocess.Popen([sys.executable, "manage.py", "reconcile", "--follow"], cwd=ROOT,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            process_group=0)
+    loop = launch([sys.executable, "manage.py", "reconcile", "--follow"], os.environ,
+                  Path(os.environ["POOLWEB_DATA_DIR"]) / "loop.log")
     try:
         submit_and_wait()  # the loop is up: its first pass, once it listens, grants this one
         queued = [submit_and_wait() for _ in range(SUBMISSIONS)]
     finally:
-        loop.terminate()
-        loop.wait(timeout=30)
-        with suppress(ProcessLookupError):
-            os.killpg(loop.pid, 9)
+        stop(loop)
     return {"submit_to_allocated_p50_ms": percentile(queued, 50),
             "submit_to_allocated_p95_ms": percentile(queued, 95),
             "submit_inline_p50_ms": percentile(inline, 50), "submit_inline_p95_ms": percentile(inline, 95),

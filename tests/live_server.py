@@ -30,7 +30,7 @@ from poolweb.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
-START_TIMEOUT = 60.0  # mostly Django's start, on a machine others share
+START_TIMEOUT = 120.0  # mostly Django's start; the machine is shared, and a bench may load it
 # serve's own grace (8 s) and uvicorn's graceful shutdown (5 s) fit in it; then SIGKILL
 STOP_GRACE_SECONDS = 15.0
 

@@ -264,7 +264,8 @@ def watch(browser, base: str, users: dict, contexts: list[tuple[str, int]], gran
             page.goto("/queues/p/")
             pages.append((role, page))
     for _, page in pages:
-        page.wait_for_function("document.querySelector('[data-live]').dataset.state === 'live'", timeout=60_000)
+        # A selector, not wait_for_function: its polling evaluates a string, which the pages' policy refuses.
+        page.wait_for_selector("[data-live][data-state='live']", timeout=60_000)
     start_seq = Event.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
     span = release_all(base, users["token"], grants, per_s)
     load = os.getloadavg()[0]
@@ -309,8 +310,10 @@ def share(values: list[float], p: int) -> float | None:
 def latency_figures(seen: list[tuple[str, dict]], start_seq: int, users: dict, span: float) -> dict:
     from poolweb.models import Event, Request as RequestRow
 
-    events = list(Event.objects.filter(seq__gt=start_seq).order_by("seq").values_list("seq", "owner_id", "type", "data",
-                                                                                      "created_at"))
+    # The outbox keeps each event's data as the JSON text the stream sends (decision 77).
+    events = [(seq, owner, kind, json.loads(data), at) for seq, owner, kind, data, at in
+              Event.objects.filter(seq__gt=start_seq).order_by("seq").values_list("seq", "owner_id", "type", "data",
+                                                                                  "created_at")]
     committed = {data["id"]: at.timestamp() for _, _, kind, data, at in events
                  if kind == "request.updated" and data["state"] == "allocated" and data.get("position") is None
                  and data["reason"] == "Granted"}

@@ -28,16 +28,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.results import merge_section, percentile
+from bench.results import merge_section, percentile, sized
 
 ROOT = Path(__file__).resolve().parent.parent
-PENDING, RUNNING, GRANTS = 10_000, 1_000, 1_000
+PENDING, RUNNING, GRANTS = sized((10_000, 1_000, 1_000), (40, 10, 5))
 # First, one page alone (grants, releases a second): the same run's baseline of the path itself.
-ALONE_GRANTS, ALONE_PER_S = (int(n) for n in os.environ.get("BENCH_CONSOLE_ALONE", "20,10").split(","))
-RENDERS = 40
-CONTEXTS, MEMBER_CONTEXTS = 5, (1, 3)
+ALONE_GRANTS, ALONE_PER_S = (int(n) for n in os.environ.get("BENCH_CONSOLE_ALONE", sized("20,10", "3,10")).split(","))
+RENDERS = sized(40, 2)
+CONTEXTS, MEMBER_CONTEXTS = sized(5, 2), (1, 3)
 # BENCH_CONSOLE_PAGES_PER_CONTEXT=2 runs 10 pages instead of 50 (figures merged with a suffix).
-PAGES_PER_CONTEXT = int(os.environ.get("BENCH_CONSOLE_PAGES_PER_CONTEXT", "10"))
+PAGES_PER_CONTEXT = int(os.environ.get("BENCH_CONSOLE_PAGES_PER_CONTEXT", sized("10", "1")))
 # 25 a second: what one SQLite web process sustains beside 50 streams on a 2-CPU machine; at 100
 # a second it falls behind (releases queue, and so does everything the pages wait for).
 RELEASES_PER_S = float(os.environ.get("BENCH_CONSOLE_RELEASES_PER_S", "25"))

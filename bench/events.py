@@ -25,15 +25,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.results import merge_runtime, percentile
+from bench.results import merge_runtime, percentile, sized
 from tests.live_server import LiveServer
 
 POLL_MS = int(os.environ.get("POOLWEB_EVENT_POLL_MS", "50"))
-SAMPLES = 300
-PINGS = 300
-BURST = 1000
-FANOUT_CLIENTS = 50
-FANOUT_ROUNDS = 30
+SAMPLES = sized(300, 5)
+PINGS = sized(300, 5)
+BURST = sized(1000, 20)
+FANOUT_CLIENTS = sized(50, 3)
+FANOUT_ROUNDS = sized(30, 2)
 TARGET_P95_MS = 250.0
 TIMEOUT = 10.0
 

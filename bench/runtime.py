@@ -31,12 +31,12 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.results import merge_runtime, percentile
+from bench.results import SHORT, merge_runtime, percentile, sized
 
 ROOT = Path(__file__).resolve().parent.parent
 POSTGRES = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432")
-SUBMISSIONS = 200
-PASS_REPEAT = 3
+SUBMISSIONS = sized(200, 5)
+PASS_REPEAT = sized(3, 1)
 
 
 # --- the parent: one child per part --------------------------------------------------------------
@@ -71,9 +71,14 @@ def child(part: str, *, sqlite: bool = False, database_url: str = "") -> dict[st
 
 @contextmanager
 def postgres_database():
-    """A throwaway PostgreSQL database, or None when the server does not answer."""
+    """A throwaway PostgreSQL database, or None when the server does not answer or in a short run
+    (the same code on the other database, twice the time)."""
     import psycopg
 
+    if SHORT:
+        print("A short run: PostgreSQL's figures are left out.")
+        yield None
+        return
     name = f"poolweb_bench_{os.getpid()}"
     try:
         admin = psycopg.connect(f"{POSTGRES}/postgres", autocommit=True, connect_timeout=3)

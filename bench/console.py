@@ -20,17 +20,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from bench.results import merge_section, percentile, sized
+from bench.results import child_figures, merge_section, percentile, sized
 
-ROOT = Path(__file__).resolve().parent.parent
 PENDING, RUNNING, GRANTS = sized((10_000, 1_000, 1_000), (40, 10, 5))
 # First, one page alone (grants, releases a second): the same run's baseline of the path itself.
 ALONE_GRANTS, ALONE_PER_S = (int(n) for n in os.environ.get("BENCH_CONSOLE_ALONE", sized("20,10", "3,10")).split(","))
@@ -85,18 +81,7 @@ document.addEventListener("DOMContentLoaded", () => {
 
 
 def main() -> None:
-    data_dir = tempfile.mkdtemp(prefix="poolweb-bench-console-")
-    environment = {**os.environ, "POOLWEB_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "poolweb.settings",
-                   "PYTHONUNBUFFERED": "1", "POOLWEB_LOG_LEVEL": "WARNING", "DJANGO_ALLOW_ASYNC_UNSAFE": "true"}
-    environment.pop("DATABASE_URL", None)
-    try:
-        done = subprocess.run([sys.executable, "-m", "bench.console", "run"], cwd=ROOT, env=environment,
-                              stdout=subprocess.PIPE, text=True, timeout=1800)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"the console bench failed:\n{done.stdout[-3000:]}")
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures = child_figures("console", "run", DJANGO_ALLOW_ASYNC_UNSAFE="true")
     report(figures)
     if PAGES_PER_CONTEXT == 10:
         merge_section("console", figures, "measured_at")

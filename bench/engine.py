@@ -12,18 +12,16 @@ Snapshots, the floor's ledger and its quota terms are built outside the timed re
 from __future__ import annotations
 
 import gc
-import json
 import os
 import platform
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
-from bench.results import RESULTS, SHORT, sized
+from bench.results import now, sized, update_results
 from reconcile import Config, Plan, Policy, Pool, Profile, Quota, Reason, Request, Snapshot, State, Vector, plan
 from reconcile.ledger import Ledger
 from reconcile.model import ALL_POOLS
@@ -251,19 +249,17 @@ def report(figures: dict[str, float], cpu: dict[str, float], checks: dict[str, d
 
 
 def write_results(figures: dict[str, float], cpu: dict[str, float], checks: dict[str, dict], load: tuple) -> None:
-    """Merge the engine section into results.json; other sections (e.g. "runtime") are kept. Not
-    in a short run."""
-    if SHORT:
-        return
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    results["engine"] = {**{k: round(v, 3) for k, v in figures.items()},
-                         "cpu_ms": {k: round(v, 3) for k, v in cpu.items()}, "scenarios": checks}
-    results["machine"] = {"python": f"{platform.python_implementation()} {platform.python_version()}",
-                          "platform": platform.platform(), "cpu_count": os.cpu_count(),
-                          "load_average_1min": [round(x, 2) for x in load]}  # at start and end
-    results["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
-    print(f"wrote {RESULTS}", file=sys.stderr)
+    """Merge the engine section into results.json; other sections (e.g. "runtime") are kept."""
+
+    def merge(results: dict) -> None:
+        results["engine"] = {**{k: round(v, 3) for k, v in figures.items()},
+                             "cpu_ms": {k: round(v, 3) for k, v in cpu.items()}, "scenarios": checks}
+        results["machine"] = {"python": f"{platform.python_implementation()} {platform.python_version()}",
+                              "platform": platform.platform(), "cpu_count": os.cpu_count(),
+                              "load_average_1min": [round(x, 2) for x in load]}  # at start and end
+        results["timestamp"] = now()
+
+    update_results(merge)
 
 
 def main() -> None:

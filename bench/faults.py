@@ -30,18 +30,16 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.results import merge_section
+from bench.results import child_figures, merge_section
 from bench.runtime import postgres_database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,20 +79,8 @@ def main(seconds: int = SECONDS) -> None:
 
 
 def child(seconds: int, database_url: str = "") -> dict:
-    data_dir = tempfile.mkdtemp(prefix="poolweb-bench-faults-")
-    environment = {**os.environ, "POOLWEB_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "poolweb.settings",
-                   "PYTHONUNBUFFERED": "1", "POOLWEB_WEB_PROCESSES": "2", "POOLWEB_LOCK_WAIT_SECONDS": "5"}
-    environment.pop("DATABASE_URL", None)
-    if database_url:
-        environment["DATABASE_URL"] = database_url
-    try:
-        done = subprocess.run([sys.executable, "-m", "bench.faults", "run", str(seconds)], cwd=ROOT,
-                              env=environment, stdout=subprocess.PIPE, text=True, timeout=seconds + 600)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"the fault run failed:\n{done.stdout[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return child_figures("faults", "run", str(seconds), database_url=database_url, timeout=seconds + 600,
+                         POOLWEB_LOG_LEVEL="INFO", POOLWEB_WEB_PROCESSES="2", POOLWEB_LOCK_WAIT_SECONDS="5")
 
 
 VERDICTS = ("hung_calls", "server_errors", "lost_submissions", "lost_releases", "lost_provisions",

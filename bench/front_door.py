@@ -29,19 +29,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from bench import front_door_scenarios as scenarios
 from bench.front_door_scenarios import CLIENTS, GPUS, POLL_SECONDS
-from bench.results import merge_section
+from bench.results import child_figures, merge_section
 from bench.runtime import postgres_database
 
-ROOT = Path(__file__).resolve().parent.parent
 WEB_PROCESSES = int(os.environ.get("BENCH_WEB_PROCESSES", "2"))  # one per core, on both databases
 PHASES = ("baseline", "submit", "waves", "preempt", "single", "flat")
 
@@ -59,22 +55,9 @@ def main(phases: tuple[str, ...] = PHASES) -> None:
         merge_section("front_door", figures, "measured_at")
 
 
-def child(phases: tuple[str, ...], *, database_url: str = "", web_processes: int = WEB_PROCESSES) -> dict:
-    data_dir = tempfile.mkdtemp(prefix="poolweb-bench-front-door-")
-    environment = {**os.environ, "POOLWEB_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "bench.settings",
-                   "PYTHONUNBUFFERED": "1", "POOLWEB_LOG_LEVEL": "WARNING",
-                   "POOLWEB_WEB_PROCESSES": str(web_processes)}
-    environment.pop("DATABASE_URL", None)
-    if database_url:
-        environment["DATABASE_URL"] = database_url
-    try:
-        done = subprocess.run([sys.executable, "-m", "bench.front_door", "run", ",".join(phases)], cwd=ROOT,
-                              env=environment, stdout=subprocess.PIPE, text=True, timeout=2400)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"the front-door bench failed:\n{done.stdout[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def child(phases: tuple[str, ...], *, database_url: str = "") -> dict:
+    return child_figures("front_door", "run", ",".join(phases), database_url=database_url, timeout=2400,
+                         DJANGO_SETTINGS_MODULE="bench.settings", POOLWEB_WEB_PROCESSES=str(WEB_PROCESSES))
 
 
 # Figure, label, goal (at least / at most, on SQLite; PostgreSQL's where it differs).

@@ -22,18 +22,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.results import SHORT, merge_runtime, percentile, sized
+from bench.results import SHORT, child_figures, merge_runtime, percentile, sized
 
-ROOT = Path(__file__).resolve().parent.parent
 POSTGRES = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432")
 SUBMISSIONS = sized(200, 5)
 PASS_REPEAT = sized(3, 1)
@@ -43,8 +39,8 @@ PASS_REPEAT = sized(3, 1)
 
 def main() -> None:
     figures: dict[str, float | None] = {}
-    figures.update(child("latency", sqlite=True))
-    figures.update({f"{k}_sqlite": v for k, v in child("pass", sqlite=True).items()})
+    figures.update(child("latency"))
+    figures.update({f"{k}_sqlite": v for k, v in child("pass").items()})
     with postgres_database() as url:
         found = child("pass", database_url=url) if url else {}
         figures.update({f"{k}_postgres": v for k, v in found.items()})
@@ -52,21 +48,8 @@ def main() -> None:
     merge_runtime(figures, "service_measured_at")
 
 
-def child(part: str, *, sqlite: bool = False, database_url: str = "") -> dict[str, float]:
-    data_dir = tempfile.mkdtemp(prefix=f"poolweb-bench-{part}-")
-    environment = {**os.environ, "POOLWEB_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "poolweb.settings",
-                   "PYTHONUNBUFFERED": "1", "POOLWEB_LOG_LEVEL": "WARNING"}
-    environment.pop("DATABASE_URL", None)
-    if database_url:
-        environment["DATABASE_URL"] = database_url
-    try:
-        done = subprocess.run([sys.executable, "-m", "bench.runtime", part], cwd=ROOT, env=environment,
-                              capture_output=True, text=True, timeout=900)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"bench part {part} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def child(part: str, *, database_url: str = "") -> dict[str, float]:
+    return child_figures("runtime", part, database_url=database_url, timeout=900)
 
 
 @contextmanager

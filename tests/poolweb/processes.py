@@ -90,9 +90,10 @@ def flushes_retried(attempts: int = 5) -> Iterator[None]:
 @contextmanager
 def live_server(data_dir: Path, *, web_only: bool = False, **extra: str) -> Iterator[LiveServer]:
     """A ``LiveServer`` on the tests' database, its data in ``data_dir`` and its output in
-    ``data_dir/server.log``; ``extra`` adds to its environment (or names another data directory). The tests it outlives flush the
-    database after each, retried as above. It is stopped on leaving, before the database is
-    dropped (PostgreSQL cannot drop a database a server is still connected to)."""
+    ``data_dir/server.log``; ``extra`` adds to its environment (or names another data directory).
+    The tests it outlives flush the database after each, retried as above. It is stopped on
+    leaving, before the database is dropped (PostgreSQL cannot drop a database a server is still
+    connected to)."""
     server_environment = environment(**{"POOLWEB_DATA_DIR": str(data_dir), "POOLWEB_SECRET_KEY": settings.SECRET_KEY,
                                         **extra})
     with LiveServer(server_environment, data_dir / "server.log", web_only=web_only) as server, flushes_retried():

@@ -9,7 +9,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench clean
+BENCHES := engine runtime events front_door console config_pages
+
+.PHONY: run test bench bench-smoke clean
 
 # The server, its test tools, and the client (poolctl, in client/: its own distribution).
 $(STAMP): pyproject.toml client/pyproject.toml
@@ -34,12 +36,11 @@ test: $(STAMP)
 
 ## make bench: print the engine's, the service's, the event stream's, the front door's, the console's and the configuration pages' figures; write bench/results.json
 bench: $(STAMP)
-	$(PY) -m bench.engine
-	$(PY) -m bench.runtime
-	$(PY) -m bench.events
-	$(PY) -m bench.front_door
-	$(PY) -m bench.console
-	$(PY) -m bench.config_pages
+	@set -e; for module in $(BENCHES); do echo "$(PY) -m bench.$$module"; $(PY) -m bench.$$module; done
+
+## make bench-smoke: the same at tiny sizes, once, on SQLite, writing nothing: does every bench still run? (CI runs it)
+bench-smoke:
+	@$(MAKE) --no-print-directory bench BENCH_SHORT=1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -20,24 +20,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from bench.results import merge_section, percentile
+from bench.results import child_figures, merge_section, percentile, sized
 
-ROOT = Path(__file__).resolve().parent.parent
-PENDING, RUNNING, GRANTS = 10_000, 1_000, 1_000
+PENDING, RUNNING, GRANTS = sized((10_000, 1_000, 1_000), (40, 10, 5))
 # First, one page alone (grants, releases a second): the same run's baseline of the path itself.
-ALONE_GRANTS, ALONE_PER_S = (int(n) for n in os.environ.get("BENCH_CONSOLE_ALONE", "20,10").split(","))
-RENDERS = 40
-CONTEXTS, MEMBER_CONTEXTS = 5, (1, 3)
+ALONE_GRANTS, ALONE_PER_S = (int(n) for n in os.environ.get("BENCH_CONSOLE_ALONE", sized("20,10", "3,10")).split(","))
+RENDERS = sized(40, 2)
+CONTEXTS, MEMBER_CONTEXTS = sized(5, 2), (1, 3)
 # BENCH_CONSOLE_PAGES_PER_CONTEXT=2 runs 10 pages instead of 50 (figures merged with a suffix).
-PAGES_PER_CONTEXT = int(os.environ.get("BENCH_CONSOLE_PAGES_PER_CONTEXT", "10"))
+PAGES_PER_CONTEXT = int(os.environ.get("BENCH_CONSOLE_PAGES_PER_CONTEXT", sized("10", "1")))
 # 25 a second: what one SQLite web process sustains beside 50 streams on a 2-CPU machine; at 100
 # a second it falls behind (releases queue, and so does everything the pages wait for).
 RELEASES_PER_S = float(os.environ.get("BENCH_CONSOLE_RELEASES_PER_S", "25"))
@@ -85,18 +81,7 @@ document.addEventListener("DOMContentLoaded", () => {
 
 
 def main() -> None:
-    data_dir = tempfile.mkdtemp(prefix="poolweb-bench-console-")
-    environment = {**os.environ, "POOLWEB_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "poolweb.settings",
-                   "PYTHONUNBUFFERED": "1", "POOLWEB_LOG_LEVEL": "WARNING", "DJANGO_ALLOW_ASYNC_UNSAFE": "true"}
-    environment.pop("DATABASE_URL", None)
-    try:
-        done = subprocess.run([sys.executable, "-m", "bench.console", "run"], cwd=ROOT, env=environment,
-                              stdout=subprocess.PIPE, text=True, timeout=1800)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"the console bench failed:\n{done.stdout[-3000:]}")
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    figures = child_figures("console", "run", DJANGO_ALLOW_ASYNC_UNSAFE="true")
     report(figures)
     if PAGES_PER_CONTEXT == 10:
         merge_section("console", figures, "measured_at")
@@ -222,24 +207,11 @@ def live_figures(users: dict) -> dict:
 
     # The live run's queue: 1,000 pending behind the 1,000 running (the render's 10,000 less the tail).
     RequestRow.objects.filter(state="pending", position__gt=GRANTS + ALONE_GRANTS).delete()
-    from poolweb.ports import free_port, wait_until_listening
+    from tests.live_server import LiveServer
 
-    port = free_port()
-    log = (Path(os.environ["POOLWEB_DATA_DIR"]) / "server.log").open("w")
-    server = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=ROOT, env={**os.environ, "PORT": str(port)},
-                              stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, process_group=0)
-    try:
-        wait_until_listening(server, "127.0.0.1", port, timeout=120)
-        time.sleep(1.0)
-        return browse(f"http://127.0.0.1:{port}", users)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, 9)
-            server.wait()
-        log.close()
+    with LiveServer(os.environ, Path(os.environ["POOLWEB_DATA_DIR"]) / "server.log") as server:
+        time.sleep(1.0)  # the worker is up too
+        return browse(server.url, users)
 
 
 def browse(base: str, users: dict) -> dict:
@@ -277,7 +249,8 @@ def watch(browser, base: str, users: dict, contexts: list[tuple[str, int]], gran
             page.goto("/queues/p/")
             pages.append((role, page))
     for _, page in pages:
-        page.wait_for_function("document.querySelector('[data-live]').dataset.state === 'live'", timeout=60_000)
+        # A selector, not wait_for_function: its polling evaluates a string, which the pages' policy refuses.
+        page.wait_for_selector("[data-live][data-state='live']", timeout=60_000)
     start_seq = Event.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
     span = release_all(base, users["token"], grants, per_s)
     load = os.getloadavg()[0]
@@ -322,8 +295,10 @@ def share(values: list[float], p: int) -> float | None:
 def latency_figures(seen: list[tuple[str, dict]], start_seq: int, users: dict, span: float) -> dict:
     from poolweb.models import Event, Request as RequestRow
 
-    events = list(Event.objects.filter(seq__gt=start_seq).order_by("seq").values_list("seq", "owner_id", "type", "data",
-                                                                                      "created_at"))
+    # The outbox keeps each event's data as the JSON text the stream sends (decision 77).
+    events = [(seq, owner, kind, json.loads(data), at) for seq, owner, kind, data, at in
+              Event.objects.filter(seq__gt=start_seq).order_by("seq").values_list("seq", "owner_id", "type", "data",
+                                                                                  "created_at")]
     committed = {data["id"]: at.timestamp() for _, _, kind, data, at in events
                  if kind == "request.updated" and data["state"] == "allocated" and data.get("position") is None
                  and data["reason"] == "Granted"}

@@ -12,24 +12,21 @@ Snapshots, the floor's ledger and its quota terms are built outside the timed re
 from __future__ import annotations
 
 import gc
-import json
 import os
 import platform
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
+from bench.results import now, sized, update_results
 from reconcile import Config, Plan, Policy, Pool, Profile, Quota, Reason, Request, Snapshot, State, Vector, plan
 from reconcile.ledger import Ledger
 from reconcile.model import ALL_POOLS
 from reconcile.quota import TermsCache, pool_terms
 
-RESULTS = Path(__file__).with_name("results.json")
 NOW = datetime(2026, 1, 10, tzinfo=timezone.utc)
 SHAPES = (0.5, 1, 2, 4, 8)  # gpu per job of the fixed profiles
 SHAPE_WEIGHT = {0.5: 15, 1: 30, 2: 25, 4: 20, 8: 10}  # how often each shape is submitted
@@ -47,9 +44,13 @@ class Scenario:
     seed: int = 20260110
 
 
-A = Scenario(pools=100, policies=50, profiles=40, pending=10_000, live=2_000)
-A_DOUBLED = replace(A, pending=20_000)  # same pools, policies, profiles and live requests
-B = Scenario(pools=1_000, policies=80, profiles=400, pending=100_000, live=20_000)
+# A short run's are about as small as the generator allows: a profile takes up to 8 policies, and
+# fewer pools make limits a large profile never fits (a provision refuses such a document).
+A = sized(Scenario(pools=100, policies=50, profiles=40, pending=10_000, live=2_000),
+          Scenario(pools=20, policies=8, profiles=8, pending=200, live=40))
+A_DOUBLED = replace(A, pending=2 * A.pending)  # same pools, policies, profiles and live requests
+B = sized(Scenario(pools=1_000, policies=80, profiles=400, pending=100_000, live=20_000),
+          Scenario(pools=30, policies=8, profiles=16, pending=400, live=80))
 
 
 # --- generation ------------------------------------------------------------------------
@@ -249,19 +250,22 @@ def report(figures: dict[str, float], cpu: dict[str, float], checks: dict[str, d
 
 def write_results(figures: dict[str, float], cpu: dict[str, float], checks: dict[str, dict], load: tuple) -> None:
     """Merge the engine section into results.json; other sections (e.g. "runtime") are kept."""
-    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    results["engine"] = {**{k: round(v, 3) for k, v in figures.items()},
-                         "cpu_ms": {k: round(v, 3) for k, v in cpu.items()}, "scenarios": checks}
-    results["machine"] = {"python": f"{platform.python_implementation()} {platform.python_version()}",
-                          "platform": platform.platform(), "cpu_count": os.cpu_count(),
-                          "load_average_1min": [round(x, 2) for x in load]}  # at start and end
-    results["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+
+    def merge(results: dict) -> None:
+        results["engine"] = {**{k: round(v, 3) for k, v in figures.items()},
+                             "cpu_ms": {k: round(v, 3) for k, v in cpu.items()}, "scenarios": checks}
+        results["machine"] = {"python": f"{platform.python_implementation()} {platform.python_version()}",
+                              "platform": platform.platform(), "cpu_count": os.cpu_count(),
+                              "load_average_1min": [round(x, 2) for x in load]}  # at start and end
+        results["timestamp"] = now()
+
+    update_results(merge)
 
 
 def main() -> None:
     load = [os.getloadavg()[0]]
-    a, a2, b = bench(A, warmup=3, repeat=11), bench(A_DOUBLED, 2, 11, floor=False), bench(B, warmup=1, repeat=5)
+    a, a2 = bench(A, *sized((3, 11), (0, 1))), bench(A_DOUBLED, *sized((2, 11), (0, 1)), floor=False)
+    b = bench(B, *sized((1, 5), (0, 1)))
     load.append(os.getloadavg()[0])
     figures, cpu = {}, {}
     for i, out in enumerate((figures, cpu)):  # wall, then CPU
@@ -273,7 +277,6 @@ def main() -> None:
     checks = {"A": a["sanity"], "A_20k": a2["sanity"], "B": b["sanity"]}
     report(figures, cpu, checks)
     write_results(figures, cpu, checks, tuple(load))
-    print(f"wrote {RESULTS}", file=sys.stderr)
 
 
 if __name__ == "__main__":

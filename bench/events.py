@@ -1,5 +1,6 @@
 """Event stream latency: from a decision's commit to its event in a websocket client, through a
-real daphne process on the default SQLite setup (``python -m bench.events``).
+real web process (``serve``'s web server command: uvicorn) on the default SQLite setup
+(``python -m bench.events``).
 
 The bench process stands in for the worker: it commits events to the outbox as a decision does
 (``services.events.publish`` in a transaction) and times until a client of the server receives
@@ -20,22 +21,19 @@ import json
 import os
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.results import merge_runtime, percentile
-from poolweb.ports import free_port, wait_until_listening
+from bench.results import merge_runtime, percentile, sized
+from tests.live_server import LiveServer
 
-ROOT = Path(__file__).resolve().parent.parent
 POLL_MS = int(os.environ.get("POOLWEB_EVENT_POLL_MS", "50"))
-SAMPLES = 300
-PINGS = 300
-BURST = 1000
-FANOUT_CLIENTS = 50
-FANOUT_ROUNDS = 30
+SAMPLES = sized(300, 5)
+PINGS = sized(300, 5)
+BURST = sized(1000, 20)
+FANOUT_CLIENTS = sized(50, 3)
+FANOUT_ROUNDS = sized(30, 2)
 TARGET_P95_MS = 250.0
 TIMEOUT = 10.0
 
@@ -48,16 +46,10 @@ def main() -> None:
     os.environ.pop("DATABASE_URL", None)
     os.environ.update(environment)  # this process too: the same temporary SQLite database
     token = prepare_database()
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                               "poolweb.asgi:application"], cwd=ROOT, env=environment,
-                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_until_listening(server, "127.0.0.1", port, timeout=60)
-        figures = measure(f"ws://127.0.0.1:{port}/ws/events/", token)
+        with LiveServer(environment, Path(data_dir) / "server.log", web_only=True) as server:
+            figures = measure(f"ws://127.0.0.1:{server.port}/ws/events/", token)
     finally:
-        server.terminate()
-        server.wait(timeout=10)
         shutil.rmtree(data_dir, ignore_errors=True)
     print_table(figures)
     merge_runtime(figures, "events_measured_at")
@@ -179,7 +171,7 @@ def print_table(figures: dict[str, float]) -> None:
         ("baseline: websocket ping round trip", figures["ping_rtt_p50_ms"], figures["ping_rtt_p95_ms"]),
         (f"commit → {FANOUT_CLIENTS} clients have it", figures["fanout_50_p50_ms"], figures["fanout_50_p95_ms"]),
     ]
-    print(f"{'event stream (daphne, SQLite, poll ' + str(POLL_MS) + ' ms)':<44} {'p50 ms':>8} {'p95 ms':>8}")
+    print(f"{'event stream (uvicorn, SQLite, poll ' + str(POLL_MS) + ' ms)':<44} {'p50 ms':>8} {'p95 ms':>8}")
     for name, p50, p95 in rows:
         print(f"{name:<44} {p50:>8.1f} {p95:>8.1f}")
     print(f"{'1,000 events in one commit → last received':<44} {figures['burst_1000_ms']:>17.1f}")

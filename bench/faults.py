@@ -30,18 +30,16 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.results import merge_section
+from bench.results import child_figures, merge_section
 from bench.runtime import postgres_database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,20 +79,8 @@ def main(seconds: int = SECONDS) -> None:
 
 
 def child(seconds: int, database_url: str = "") -> dict:
-    data_dir = tempfile.mkdtemp(prefix="poolweb-bench-faults-")
-    environment = {**os.environ, "POOLWEB_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "poolweb.settings",
-                   "PYTHONUNBUFFERED": "1", "POOLWEB_WEB_PROCESSES": "2", "POOLWEB_LOCK_WAIT_SECONDS": "5"}
-    environment.pop("DATABASE_URL", None)
-    if database_url:
-        environment["DATABASE_URL"] = database_url
-    try:
-        done = subprocess.run([sys.executable, "-m", "bench.faults", "run", str(seconds)], cwd=ROOT,
-                              env=environment, stdout=subprocess.PIPE, text=True, timeout=seconds + 600)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"the fault run failed:\n{done.stdout[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return child_figures("faults", "run", str(seconds), database_url=database_url, timeout=seconds + 600,
+                         POOLWEB_LOG_LEVEL="INFO", POOLWEB_WEB_PROCESSES="2", POOLWEB_LOCK_WAIT_SECONDS="5")
 
 
 VERDICTS = ("hung_calls", "server_errors", "lost_submissions", "lost_releases", "lost_provisions",
@@ -133,30 +119,27 @@ def run(seconds: int) -> dict:
     import django
 
     django.setup()
-    admin_token, tokens = prepare()
-    from bench.front_door import _free_port, _start_server, _stop_server
+    from tests.live_server import LiveServer
 
-    port = _free_port()
+    admin_token, tokens = prepare()
     log = Path(os.environ["POOLWEB_DATA_DIR"]) / "server.log"
-    server = _start_server(port, log)
     record, stop = Record(), threading.Event()
-    threads = [threading.Thread(target=target, args=args, daemon=True) for target, args in (
-        *((member, (port, token, policy, record, stop)) for token, policy in tokens),
-        (admin, (port, admin_token, record, stop)), (probe, (port, admin_token, record, stop)),
-        (follower, (port, admin_token, record, stop)), (slow_reader, (port, admin_token, record, stop)),
-        (pruner, (stop,)))]
-    for thread in threads:
-        thread.start()
-    try:
-        inject_faults(server.pid, seconds)
+    with LiveServer(os.environ, log) as server:
+        port = server.port
+        threads = [threading.Thread(target=target, args=args, daemon=True) for target, args in (
+            *((member, (port, token, policy, record, stop)) for token, policy in tokens),
+            (admin, (port, admin_token, record, stop)), (probe, (port, admin_token, record, stop)),
+            (follower, (port, admin_token, record, stop)), (slow_reader, (port, admin_token, record, stop)),
+            (pruner, (stop,)))]
+        for thread in threads:
+            thread.start()
+        inject_faults(server.process.pid, seconds)
         stop.set()
         for thread in threads:
             thread.join(CALL_TIMEOUT * 2)
         stuck = sum(thread.is_alive() for thread in threads)
         time.sleep(5)  # the last passes
         figures = {"seconds": seconds, **verdicts(record, stuck)}
-    finally:
-        _stop_server(server)
     text = log.read_text()
     figures.update(restarts=text.count("starting it again in"), tracebacks_logged=text.count("Traceback"),
                    what_the_tracebacks_end_with=sorted(set(tracebacks(text))))

@@ -29,20 +29,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from bench import front_door_scenarios as scenarios
 from bench.front_door_scenarios import CLIENTS, GPUS, POLL_SECONDS
-from bench.results import merge_section
+from bench.results import child_figures, merge_section
 from bench.runtime import postgres_database
 
-ROOT = Path(__file__).resolve().parent.parent
 WEB_PROCESSES = int(os.environ.get("BENCH_WEB_PROCESSES", "2"))  # one per core, on both databases
 PHASES = ("baseline", "submit", "waves", "preempt", "single", "flat")
 
@@ -60,22 +55,9 @@ def main(phases: tuple[str, ...] = PHASES) -> None:
         merge_section("front_door", figures, "measured_at")
 
 
-def child(phases: tuple[str, ...], *, database_url: str = "", web_processes: int = WEB_PROCESSES) -> dict:
-    data_dir = tempfile.mkdtemp(prefix="poolweb-bench-front-door-")
-    environment = {**os.environ, "POOLWEB_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "bench.settings",
-                   "PYTHONUNBUFFERED": "1", "POOLWEB_LOG_LEVEL": "WARNING",
-                   "POOLWEB_WEB_PROCESSES": str(web_processes)}
-    environment.pop("DATABASE_URL", None)
-    if database_url:
-        environment["DATABASE_URL"] = database_url
-    try:
-        done = subprocess.run([sys.executable, "-m", "bench.front_door", "run", ",".join(phases)], cwd=ROOT,
-                              env=environment, stdout=subprocess.PIPE, text=True, timeout=2400)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"the front-door bench failed:\n{done.stdout[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def child(phases: tuple[str, ...], *, database_url: str = "") -> dict:
+    return child_figures("front_door", "run", ",".join(phases), database_url=database_url, timeout=2400,
+                         DJANGO_SETTINGS_MODULE="bench.settings", POOLWEB_WEB_PROCESSES=str(WEB_PROCESSES))
 
 
 # Figure, label, goal (at least / at most, on SQLite; PostgreSQL's where it differs).
@@ -168,49 +150,23 @@ def run(phases: tuple[str, ...]) -> dict:
     import django
 
     django.setup()
+    from tests.live_server import LiveServer
+
     tokens, admin_token = scenarios.prepare_database(CLIENTS, GPUS)
-    port, log = _free_port(), Path(os.environ["POOLWEB_DATA_DIR"]) / "server.log"
-    server = _start_server(port, log)
+    log = Path(os.environ["POOLWEB_DATA_DIR"]) / "server.log"
     figures: dict = {}
-    try:
-        site = Site(port, tokens, admin_token, log)
+    with LiveServer(os.environ, log) as server:
+        time.sleep(1.0)  # the worker is up too
+        site = Site(server.port, tokens, admin_token, log)
         try:
             for phase in phases:
                 figures.update(getattr(scenarios, phase)(site))
                 print(json.dumps(figures), file=sys.stderr, flush=True)  # so far, should a later phase fail
         finally:
             site.clients.close()
-    finally:
-        _stop_server(server)
     figures["database_locked"] = figures.get("database_locked", 0) + log.read_text().count("database is locked")
     figures["server_errors_logged"] = log.read_text().count("Traceback")
     return figures
-
-
-def _free_port() -> int:
-    from poolweb.ports import free_port
-
-    return free_port()
-
-
-def _start_server(port: int, log: Path) -> subprocess.Popen:
-    from poolweb.ports import wait_until_listening
-
-    out = log.open("w")
-    server = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=ROOT, env={**os.environ, "PORT": str(port)},
-                              stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, process_group=0)
-    wait_until_listening(server, "127.0.0.1", port, timeout=120)
-    time.sleep(1.0)  # the worker is up too
-    return server
-
-
-def _stop_server(server: subprocess.Popen) -> None:
-    server.send_signal(signal.SIGTERM)
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
 
 
 if __name__ == "__main__":

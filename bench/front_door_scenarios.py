@@ -8,16 +8,18 @@ import statistics
 import time
 
 from bench.clients import Call, split
-from bench.results import percentile
+from bench.results import percentile, sized
 
-N = 1000  # one-GPU jobs
-GPUS = 512  # in the one pool
+N = sized(1000, 40)  # one-GPU jobs
+GPUS = sized(512, 24)  # in the one pool: more than half of N, so the second wave fits
 CLIENTS = 4
-PREEMPTORS = 32
-BIG_QUEUE = 20_000
+PREEMPTORS = sized(32, 4)
+BIG_QUEUE = sized(20_000, 200)
 # A rate is the median of this many batches, each from new connections: with two web processes,
 # where four keep-alive connections land (2:2 or 3:1) moved one batch's rate by a third.
-REPEATS = 3
+REPEATS = sized(3, 1)
+WARM_CALLS = sized(100, 4)
+SINGLE_CALLS = sized(200, 10)  # one client's submissions and releases; 1.5 times as many reads
 POLL_SECONDS = 0.05  # how often a polling client looks
 
 DOCUMENT = {
@@ -122,7 +124,7 @@ def median_batch(name: str, batches: list[list[Call]], ok: int = 201) -> dict:
 
 
 def baseline(site) -> dict:
-    site.clients.calls(split([("POST", "/bench/baseline", {})] * 100, CLIENTS))  # warm
+    site.clients.calls(split([("POST", "/bench/baseline", {})] * WARM_CALLS, CLIENTS))  # warm
     batches = []
     for _ in range(REPEATS):
         site.clients.reconnect()
@@ -218,8 +220,9 @@ def _dealt(calls: list[Call]) -> list[list[Call]]:
 def single(site) -> dict:
     """One client on a quiet server."""
     site.switch(True)
-    management = [site.admin.timed("GET", "/api/v1/management") for _ in range(300)]
-    submits = [site.admin.timed("POST", "/api/v1/requests", {"policy": "low", "profile": "one"}) for _ in range(200)]
+    management = [site.admin.timed("GET", "/api/v1/management") for _ in range(SINGLE_CALLS * 3 // 2)]
+    submits = [site.admin.timed("POST", "/api/v1/requests", {"policy": "low", "profile": "one"})
+               for _ in range(SINGLE_CALLS)]
     settle()
     releases = [site.admin.timed("POST", f"/api/v1/requests/{c.id}/release") for c in submits]
     settle()

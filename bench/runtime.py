@@ -22,29 +22,25 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 
-from bench.results import merge_runtime, percentile
+from bench.results import SHORT, child_figures, merge_runtime, percentile, sized
 
-ROOT = Path(__file__).resolve().parent.parent
 POSTGRES = os.environ.get("BENCH_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432")
-SUBMISSIONS = 200
-PASS_REPEAT = 3
+SUBMISSIONS = sized(200, 5)
+PASS_REPEAT = sized(3, 1)
 
 
 # --- the parent: one child per part --------------------------------------------------------------
 
 def main() -> None:
     figures: dict[str, float | None] = {}
-    figures.update(child("latency", sqlite=True))
-    figures.update({f"{k}_sqlite": v for k, v in child("pass", sqlite=True).items()})
+    figures.update(child("latency"))
+    figures.update({f"{k}_sqlite": v for k, v in child("pass").items()})
     with postgres_database() as url:
         found = child("pass", database_url=url) if url else {}
         figures.update({f"{k}_postgres": v for k, v in found.items()})
@@ -52,28 +48,20 @@ def main() -> None:
     merge_runtime(figures, "service_measured_at")
 
 
-def child(part: str, *, sqlite: bool = False, database_url: str = "") -> dict[str, float]:
-    data_dir = tempfile.mkdtemp(prefix=f"poolweb-bench-{part}-")
-    environment = {**os.environ, "POOLWEB_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "poolweb.settings",
-                   "PYTHONUNBUFFERED": "1", "POOLWEB_LOG_LEVEL": "WARNING"}
-    environment.pop("DATABASE_URL", None)
-    if database_url:
-        environment["DATABASE_URL"] = database_url
-    try:
-        done = subprocess.run([sys.executable, "-m", "bench.runtime", part], cwd=ROOT, env=environment,
-                              capture_output=True, text=True, timeout=900)
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"bench part {part} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+def child(part: str, *, database_url: str = "") -> dict[str, float]:
+    return child_figures("runtime", part, database_url=database_url, timeout=900)
 
 
 @contextmanager
 def postgres_database():
-    """A throwaway PostgreSQL database, or None when the server does not answer."""
+    """A throwaway PostgreSQL database, or None when the server does not answer or in a short run
+    (the same code on the other database, twice the time)."""
     import psycopg
 
+    if SHORT:
+        print("A short run: PostgreSQL's figures are left out.")
+        yield None
+        return
     name = f"poolweb_bench_{os.getpid()}"
     try:
         admin = psycopg.connect(f"{POSTGRES}/postgres", autocommit=True, connect_timeout=3)
@@ -132,6 +120,7 @@ def latency_part() -> dict[str, float]:
     from poolweb.services.config import config_provision_document
     from poolweb.services.requests import Submission, request_submit
     from reconcile import Vector
+    from tests.live_server import launch, stop
 
     user = setup_database()
     config_provision_document(document={
@@ -149,17 +138,13 @@ def latency_part() -> dict[str, float]:
     settings.POOLWEB = {**settings.POOLWEB, "PASSES": "inline"}
     inline = [submit_and_wait() for _ in range(SUBMISSIONS)]
     settings.POOLWEB = {**settings.POOLWEB, "PASSES": "worker"}
-    loop = subprocess.Popen([sys.executable, "manage.py", "reconcile", "--follow"], cwd=ROOT,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            process_group=0)
+    loop = launch([sys.executable, "manage.py", "reconcile", "--follow"], os.environ,
+                  Path(os.environ["POOLWEB_DATA_DIR"]) / "loop.log")
     try:
         submit_and_wait()  # the loop is up: its first pass, once it listens, grants this one
         queued = [submit_and_wait() for _ in range(SUBMISSIONS)]
     finally:
-        loop.terminate()
-        loop.wait(timeout=30)
-        with suppress(ProcessLookupError):
-            os.killpg(loop.pid, 9)
+        stop(loop)
     return {"submit_to_allocated_p50_ms": percentile(queued, 50),
             "submit_to_allocated_p95_ms": percentile(queued, 95),
             "submit_inline_p50_ms": percentile(inline, 50), "submit_inline_p95_ms": percentile(inline, 95),

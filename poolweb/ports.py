@@ -4,8 +4,6 @@ server process. Plain sockets, no Django: a benchmark imports this before settin
 from __future__ import annotations
 
 import socket
-import subprocess
-import time
 
 
 def port_free(host: str, port: int) -> bool:
@@ -33,14 +31,3 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))
         return probe.getsockname()[1]
-
-
-def wait_until_listening(process: subprocess.Popen, host: str, port: int, timeout: float) -> None:
-    """Until ``process`` answers on (host, port); RuntimeError if it exits or ``timeout`` passes."""
-    deadline = time.monotonic() + timeout
-    while not port_open(host, port):
-        if process.poll() is not None:
-            raise RuntimeError(f"{process.args[:3]} exited with {process.returncode}")
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"nothing listens on {host}:{port} after {timeout:.0f} s")
-        time.sleep(0.1)

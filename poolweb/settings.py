@@ -81,7 +81,6 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("POOLWEB_HSTS_INCLUDE_SUBDOMAINS", Fal
 SECURE_HSTS_PRELOAD = env_bool("POOLWEB_HSTS_PRELOAD", False)
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -1,6 +1,7 @@
 """Browser tests: the real console in headless Chromium (Debian's, at /usr/bin/chromium), driven
-by Playwright's sync API, against a real daphne serving poolweb.asgi on the tests' database —
-HTTP, static files and the /ws/events/ stream, as ``make run`` serves them (decision 45).
+by Playwright's sync API, against the web server ``serve`` runs (tests/live_server.py) on the
+tests' database — HTTP, static files and the /ws/events/ stream, as ``make run`` serves them
+(decisions 45, 108).
 
 One browser and one server for the package; each test gets a fresh browser context
 (cookies, storage) and a flushed database (``transactional_db``: the server must see what the
@@ -11,8 +12,6 @@ test_sign_in.py signs in through the form.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,6 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from poolweb.services.demo import DEMO_GROUPS, demo_provision
-from poolweb.ports import free_port, wait_until_listening
 from tests.poolweb import processes
 
 # Playwright's sync API runs an event loop in this thread; Django's ORM would refuse to run
@@ -35,7 +33,6 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"
                  "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1280, "height": 800}
 SCREENSHOTS = Path(settings.BASE_DIR) / "docs" / "screenshots"
-START_TIMEOUT = 60.0  # daphne's start is mostly Django's; the machine may be busy
 
 
 # One browser and one server for the package, torn down when its last test is done: Playwright's
@@ -54,30 +51,13 @@ def browser():
 
 
 @pytest.fixture(scope="package")
-def server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[str]:
-    """daphne on the tests' database; passes run in it right after each change (inline), so a
-    provision or a switch takes effect as it would with the worker."""
-    with django_db_blocker.unblock():
-        environment = processes.environment(
-            POOLWEB_DATA_DIR=str(tmp_path_factory.mktemp("server")), POOLWEB_SECRET_KEY=settings.SECRET_KEY,
-            POOLWEB_PASSES="inline", POOLWEB_EVENT_POLL_MS="20")
-    port = free_port()
-    log = (tmp_path_factory.getbasetemp() / "server.log").open("w")  # read it when a test fails oddly
-    process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                "poolweb.asgi:application"], cwd=settings.BASE_DIR, env=environment,
-                               stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_until_listening(process, "127.0.0.1", port, START_TIMEOUT)
-        with processes.flushes_retried():
-            yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+def server(django_db_setup, tmp_path_factory) -> Iterator[str]:
+    """The web server as ``serve`` runs it, on the tests' database; passes run in it right after
+    each change (inline), so a provision or a switch takes effect as it would with the worker. Its
+    log, server.log in server0/ of the session's temporary directory, says why a test failed oddly."""
+    with processes.live_server(tmp_path_factory.mktemp("server"), web_only=True, POOLWEB_PASSES="inline",
+                               POOLWEB_EVENT_POLL_MS="20") as running:
+        yield running.url
 
 
 @pytest.fixture(autouse=True)

@@ -5,8 +5,7 @@ API's; "Why it waits" with its reason and what is ahead; a preempting request's 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
+from collections.abc import Iterator
 
 import pytest
 from django.conf import settings
@@ -16,9 +15,9 @@ from playwright.sync_api import expect
 from rest_framework.test import APIClient
 
 from poolweb.models import Request
-from poolweb.ports import wait_until_listening
-from tests.browser.conftest import START_TIMEOUT, VIEWPORT, screenshot
+from tests.browser.conftest import VIEWPORT, screenshot
 from tests.browser.steps import submit
+from tests.live_server import LiveServer
 from tests.poolweb import processes
 
 
@@ -198,26 +197,11 @@ def test_a_preempting_request_shows_its_preemptor_and_a_grace_countdown(visit, d
 
 # --- the stream across a restart of the server -----------------------------------------------------
 
-def start_server(port: int, data_dir) -> subprocess.Popen:
-    environment = processes.environment(POOLWEB_DATA_DIR=str(data_dir), POOLWEB_SECRET_KEY=settings.SECRET_KEY,
-                                        POOLWEB_PASSES="inline", POOLWEB_EVENT_POLL_MS="20")
-    process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                "poolweb.asgi:application"], cwd=settings.BASE_DIR, env=environment,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               process_group=0)
-    wait_until_listening(process, "127.0.0.1", port, START_TIMEOUT)
-    return process
-
-
 @pytest.fixture
-def own_server(demo, tmp_path):
+def own_server(demo, tmp_path) -> Iterator[LiveServer]:
     """A server of this test's own, which the test stops and starts again on the same port."""
-    from poolweb.ports import free_port
-
-    port = free_port()
-    server = {"port": port, "process": start_server(port, tmp_path), "url": f"http://127.0.0.1:{port}", "data": tmp_path}
-    yield server
-    processes.stop(server["process"])
+    with processes.live_server(tmp_path, web_only=True, POOLWEB_PASSES="inline", POOLWEB_EVENT_POLL_MS="20") as server:
+        yield server
 
 
 def test_the_indicator_shows_reconnecting_while_the_server_is_down_and_no_row_is_lost(browser, own_server, demo):
@@ -225,8 +209,8 @@ def test_the_indicator_shows_reconnecting_while_the_server_is_down_and_no_row_is
     first = submit(demo.author, "dev", "2xgpu")
     client = Client()
     client.force_login(demo.author)
-    context = browser.new_context(viewport=VIEWPORT, base_url=own_server["url"])
-    context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "url": own_server["url"],
+    context = browser.new_context(viewport=VIEWPORT, base_url=own_server.url)
+    context.add_cookies([{"name": settings.SESSION_COOKIE_NAME, "url": own_server.url,
                           "value": client.cookies[settings.SESSION_COOKIE_NAME].value}])
     try:
         page = context.new_page()
@@ -235,11 +219,11 @@ def test_the_indicator_shows_reconnecting_while_the_server_is_down_and_no_row_is
         expect(live).to_have_text("Live")
         expect(row(pending(page), first)).to_be_visible()
 
-        processes.stop(own_server["process"])
+        own_server.stop()
         expect(live).to_have_text("Reconnecting…")
         later = submit(demo.author, "dev", "2xgpu")  # while the page is cut off: it waits behind first
         release(demo.author, whole)  # both run now, on h100
-        own_server["process"] = start_server(own_server["port"], own_server["data"])
+        own_server.start()
 
         expect(live).to_have_text("Live", timeout=30_000)
         for granted in (first, later):

@@ -1,7 +1,6 @@
-"""A live Poolweb for the client's tests: a real daphne web process, the pass loop
-(``manage.py reconcile --follow``) and a real django-q2 worker (``manage.py qcluster``) on the
-tests' database, as ``manage.py serve`` runs them, started once for the session, and per test the
-personas, their tokens and a small configuration.
+"""A live Poolweb for the client's tests: ``manage.py serve`` itself (the web server, the pass loop
+and the django-q2 worker, tests/live_server.py) on the tests' database, started once for the
+package, and per test the personas, their tokens and a small configuration.
 
 alice is an admin (she may submit to any queue, the high-priority ``urgent`` one included), bob
 is in team ``dev``, carol in no team. One pool ``box`` has 2 GPUs: two ``one`` requests or one
@@ -22,16 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.contrib.auth.models import Group, User
 
-from poolweb.services.tokens import token_issue
-from poolweb.ports import free_port, wait_until_listening
 from poolweb.services import config as config_services
+from poolweb.services.tokens import token_issue
+from tests.live_server import LiveServer
 from tests.poolweb import processes
 
 EVICTION_GRACE_SECONDS = 2
-START_TIMEOUT = 60.0
 
 DOCUMENT = {
     "pools": [{"name": "box", "capacity": {"gpu": 2}}],
@@ -49,55 +46,24 @@ DOCUMENT = {
 
 
 @dataclass(frozen=True)
-class Server:
-    url: str
-    logs: Path
-
-    def log(self) -> str:
-        """Every process's output, for a failing test's report."""
-        return "\n".join(f"--- {path.name}\n{path.read_text(errors='replace')[-5000:]}"
-                         for path in sorted(self.logs.glob("*.log")))
-
-
-@dataclass(frozen=True)
 class People:
     """The personas' tokens, and the server they use."""
 
-    server: Server
+    server: LiveServer
     alice: str
     bob: str
     carol: str
 
 
-def _start(command: list[str], log: Path, environment: dict[str, str]) -> subprocess.Popen:
-    # Output to a file, not a pipe nobody reads during the session: a full pipe would stall the server.
-    with log.open("wb") as out:
-        return subprocess.Popen([sys.executable, *command], cwd=settings.BASE_DIR, env=environment,
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, process_group=0)
-
-
 @pytest.fixture(scope="package")
-def server(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Server]:
-    """The web server, the pass loop and the worker, on the tests' database; stopped when the
-    client's tests are done: left running, the loop and the worker would run passes under the
-    tests that follow, which count the passes they run themselves."""
-    logs = tmp_path_factory.mktemp("server")
-    with django_db_blocker.unblock():
-        environment = processes.environment(
-            POOLWEB_DATA_DIR=str(logs), POOLWEB_SECRET_KEY=settings.SECRET_KEY, POOLWEB_EVENT_POLL_MS="20",
-            POOLWEB_EVICTION_GRACE_SECONDS=str(EVICTION_GRACE_SECONDS), POOLWEB_LOG_LEVEL="WARNING")
-    port = free_port()
-    web = _start(["-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "poolweb.asgi:application"],
-                 logs / "web.log", environment)
-    worker = _start(["manage.py", "qcluster"], logs / "worker.log", environment)
-    loop = _start(["manage.py", "reconcile", "--follow"], logs / "loop.log", environment)
-    try:
-        wait_until_listening(web, "127.0.0.1", port, START_TIMEOUT)
-        with processes.flushes_retried():
-            yield Server(url=f"http://127.0.0.1:{port}", logs=logs)
-    finally:
-        for process in (web, loop, worker):
-            processes.stop(process)
+def server(django_db_setup, tmp_path_factory) -> Iterator[LiveServer]:
+    """``serve`` on the tests' database; stopped when the client's tests are done: left running,
+    the loop and the worker would run passes under the tests that follow, which count the passes
+    they run themselves."""
+    with processes.live_server(tmp_path_factory.mktemp("server"), POOLWEB_EVENT_POLL_MS="20",
+                               POOLWEB_EVICTION_GRACE_SECONDS=str(EVICTION_GRACE_SECONDS),
+                               POOLWEB_LOG_LEVEL="WARNING") as running:
+        yield running
 
 
 @pytest.fixture
@@ -139,5 +105,5 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     server = item.funcargs.get("server") if hasattr(item, "funcargs") else None
-    if report.failed and isinstance(server, Server):
-        report.sections.append(("server log", server.log()))
+    if report.failed and isinstance(server, LiveServer):
+        report.sections.append(("server log", server.output()[-10_000:]))

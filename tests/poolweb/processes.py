@@ -1,4 +1,5 @@
-"""Starting real Poolweb processes (worker, web server, a pass) on the tests' database.
+"""Starting real Poolweb processes (a server, the worker, a pass) on the tests' database, by
+tests/live_server.py.
 
 The database must be committed for another process to see it: tests that use these take
 ``transactional_db``. On SQLite the tests' database is a file (settings), handed over as a
@@ -14,16 +15,12 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.db import OperationalError, connection
 
-from poolweb.management.commands.serve import web_server_command
-from poolweb.ports import free_port, wait_until_listening
-
-ROOT = Path(settings.BASE_DIR)
+from tests.live_server import LiveServer, launch, stop as stop_group
 
 
 def database_url() -> str:
@@ -36,30 +33,18 @@ def database_url() -> str:
 
 
 def environment(**extra: str) -> dict[str, str]:
-    return {**os.environ, "DJANGO_SETTINGS_MODULE": "poolweb.settings", "PYTHONUNBUFFERED": "1",
-            "DATABASE_URL": database_url(), "POOLWEB_PASSES": "worker", **extra}
+    return {**os.environ, "DATABASE_URL": database_url(), "POOLWEB_PASSES": "worker", **extra}
 
 
 def start(*command: str, **extra: str) -> subprocess.Popen:
-    """``command`` (arguments after the Python interpreter) in its own process group."""
-    return subprocess.Popen([sys.executable, *command], cwd=ROOT, env=environment(**extra),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            process_group=0)
+    """``command`` (arguments after the Python interpreter) in its own process group, its output
+    piped: for short and quiet processes (the worker, the pass loop, a pass)."""
+    return launch([sys.executable, *command], environment(**extra))
 
 
 def stop(process: subprocess.Popen, signum: int = signal.SIGTERM, timeout: float = 15) -> str:
-    """``signum`` to the leader (qcluster stops its own pool; signalled under it, the pool can
-    leave it waiting on a lock), then SIGKILL to whatever is left of the group; the output."""
-    try:
-        process.send_signal(signum)
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait()
+    """``signum`` to the leader, then SIGKILL to whatever is left of its groups; its output."""
+    stop_group(process, signum, timeout)
     return process.stdout.read().decode(errors="replace") if process.stdout else ""
 
 
@@ -82,6 +67,7 @@ def flushes_retried(attempts: int = 5) -> Iterator[None]:
     whole), it is run again rather than failing the test and leaving its rows to the next."""
     operations = connection.ops
     flush = operations.execute_sql_flush
+    nested = "execute_sql_flush" in vars(operations)  # in another's: left as that one made it
 
     def retried(sql_list):
         for attempt in range(1, attempts + 1):
@@ -95,32 +81,20 @@ def flushes_retried(attempts: int = 5) -> Iterator[None]:
     try:
         yield
     finally:
-        del operations.execute_sql_flush
-
-
-@dataclass
-class WebServer:
-    port: int
-    process: subprocess.Popen | None = None
-    output: str = ""  # what it printed, once stopped
-
-    def stop(self) -> str:
-        """Stop it (once) and return what it printed."""
-        if self.process is not None:
-            self.output, self.process = stop(self.process), None
-        return self.output
+        if nested:
+            operations.execute_sql_flush = flush
+        else:
+            del operations.execute_sql_flush
 
 
 @contextmanager
-def web_server(data_dir: Path, timeout: float = 30, **extra: str) -> Iterator[WebServer]:
-    """One web process serving poolweb.asgi on a free port, as ``serve`` runs it (uvicorn and its
-    options); stopped on leaving, before the database is flushed (PostgreSQL cannot drop a
-    database a server is still connected to)."""
-    server = WebServer(free_port())
-    server.process = start(*web_server_command("127.0.0.1", server.port, 1)[1:],
-                           POOLWEB_DATA_DIR=str(data_dir), POOLWEB_SECRET_KEY=settings.SECRET_KEY, **extra)
-    try:
-        wait_until_listening(server.process, "127.0.0.1", server.port, timeout)
+def live_server(data_dir: Path, *, web_only: bool = False, **extra: str) -> Iterator[LiveServer]:
+    """A ``LiveServer`` on the tests' database, its data in ``data_dir`` and its output in
+    ``data_dir/server.log``; ``extra`` adds to its environment (or names another data directory).
+    The tests it outlives flush the database after each, retried as above. It is stopped on
+    leaving, before the database is dropped (PostgreSQL cannot drop a database a server is still
+    connected to)."""
+    server_environment = environment(**{"POOLWEB_DATA_DIR": str(data_dir), "POOLWEB_SECRET_KEY": settings.SECRET_KEY,
+                                        **extra})
+    with LiveServer(server_environment, data_dir / "server.log", web_only=web_only) as server, flushes_retried():
         yield server
-    finally:
-        server.stop()

@@ -15,6 +15,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -23,11 +24,13 @@ from django.conf import settings
 from django.contrib.auth.models import Group, User
 from django.core.management import CommandError, call_command
 
-from poolweb.services.demo import DEMO_COMMENT, DEMO_GROUPS, demo_document
 from poolweb.management.commands import serve
 from poolweb.models import ConfigVersion, Policy, Pool, Profile, SiteState
+from poolweb.ports import free_port
 from poolweb.services import config as config_services, validation
+from poolweb.services.demo import DEMO_COMMENT, DEMO_GROUPS, demo_document
 from reconcile.document import parse_document
+from tests.live_server import LiveServer, descendants
 from tests.poolweb.conftest import document
 
 PASSWORD_LINE = re.compile(r"^ {4}(\S+)$", re.MULTILINE)
@@ -181,12 +184,6 @@ def test_the_demo_document_is_a_fresh_copy_each_time():
 # manage.py serve
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def proc_stat(pid: int) -> tuple[str, int] | None:
     """(state, parent pid) of a process, or None when it no longer exists."""
     try:
@@ -200,18 +197,6 @@ def proc_stat(pid: int) -> tuple[str, int] | None:
 def running(pid: int) -> bool:
     stat = proc_stat(pid)
     return stat is not None and stat[0] not in ("Z", "X")
-
-
-def descendants(pid: int) -> set[int]:
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and (stat := proc_stat(int(entry.name))):
-            parents[int(entry.name)] = stat[1]
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
 
 
 def get_status(url: str) -> int | None:
@@ -229,34 +214,35 @@ def serve_environment(tmp_path) -> dict[str, str]:
     """A fresh SQLite database in a temporary data directory, migrated."""
     environment = {key: value for key, value in os.environ.items()
                    if key not in ("DATABASE_URL", "REDIS_URL", "POOLWEB_SECRET_KEY")}
-    environment.update(POOLWEB_DATA_DIR=str(tmp_path / "data"), PORT=str(free_port()), PYTHONUNBUFFERED="1",
-                       DJANGO_SETTINGS_MODULE="poolweb.settings")
+    environment.update(POOLWEB_DATA_DIR=str(tmp_path / "data"), DJANGO_SETTINGS_MODULE="poolweb.settings")
     migrate = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=settings.BASE_DIR,
                              env=environment, check=False, capture_output=True, text=True, timeout=120)
     assert migrate.returncode == 0, migrate.stderr
     return environment
 
 
+def until(server: LiveServer, condition: Callable[[str], object], what: str, timeout: float = 60) -> str:
+    """Wait until ``condition(serve's output)`` holds while serve runs; that output."""
+    deadline = time.monotonic() + timeout
+    while not condition(output := server.output()):
+        assert server.process.poll() is None, output
+        assert time.monotonic() < deadline, f"{what} within {timeout:.0f} s\n{output}"
+        time.sleep(0.2)
+    return output
+
+
+def clusters_running(output: str) -> int:
+    """How many worker clusters said they run (django-q2's log line)."""
+    return len(re.findall(r"Q Cluster \S+ \[poolweb\] running", output))
+
+
 def test_serve_answers_http_runs_the_worker_and_stops_both_on_sigterm(serve_environment, tmp_path):
-    port = serve_environment["PORT"]
-    log = tmp_path / "serve.log"
-    with log.open("w") as sink:
-        supervisor = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=settings.BASE_DIR,
-                                      env=serve_environment, stdin=subprocess.DEVNULL, stdout=sink,
-                                      stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 30
-        while get_status(f"http://127.0.0.1:{port}/api/schema/") != 200:
-            assert supervisor.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, f"no 200 from /api/schema/ within 30 s\n{log.read_text()}"
-            time.sleep(0.2)
-        # the web server answers; the worker reports its cluster running (django-q2's log line)
-        while not re.search(r"Q Cluster \S+ \[poolweb\] running", output := log.read_text()) \
-                or "Poolweb is running at" not in output:
-            assert supervisor.poll() is None, output
-            assert time.monotonic() < deadline, f"the worker did not start within 30 s\n{output}"
-            time.sleep(0.2)
-        assert f"http://127.0.0.1:{port}/api/docs/" in output
+    with LiveServer(serve_environment, tmp_path / "serve.log") as server:
+        supervisor = server.process
+        assert get_status(f"{server.url}/api/schema/") == 200
+        output = until(server, lambda output: clusters_running(output) and "Poolweb is running at" in output,
+                       "the worker running")
+        assert f"{server.url}/api/docs/" in output
         pids = {name: int(pid) for name, pid in re.findall(r"Started the (web server|worker) \(pid (\d+)\)", output)}
         assert set(pids) == {"web server", "worker"}, output
         assert all(running(pid) for pid in pids.values()), output
@@ -265,59 +251,34 @@ def test_serve_answers_http_runs_the_worker_and_stops_both_on_sigterm(serve_envi
         assert len(family) > 2, family
 
         supervisor.send_signal(signal.SIGTERM)
-        assert supervisor.wait(timeout=10) == 0, log.read_text()
-        assert not [pid for pid in family if running(pid)], log.read_text()
-        assert "Received SIGTERM" in log.read_text()
-    finally:  # after a failure: the supervisor's children die with it (PR_SET_PDEATHSIG)
-        if supervisor.poll() is None:
-            supervisor.kill()
-            supervisor.wait()
+        assert supervisor.wait(timeout=10) == 0, server.output()
+        assert not [pid for pid in family if running(pid)], server.output()
+        assert "Received SIGTERM" in server.output()
 
 
 def test_serve_starts_the_web_server_the_pass_loop_and_the_worker_again_after_a_kill_9(serve_environment, tmp_path):
-    port, log = serve_environment["PORT"], tmp_path / "serve.log"
-    with log.open("w") as sink:
-        supervisor = subprocess.Popen([sys.executable, "manage.py", "serve"], cwd=settings.BASE_DIR,
-                                      env=serve_environment, stdin=subprocess.DEVNULL, stdout=sink,
-                                      stderr=subprocess.STDOUT, start_new_session=True)
-
-    def until(condition, what: str) -> str:
-        deadline = time.monotonic() + 60
-        while not condition(output := log.read_text()):
-            assert supervisor.poll() is None, output
-            assert time.monotonic() < deadline, f"{what} within 60 s\n{output}"
-            time.sleep(0.2)
-        return output
-
-    def serving(output: str, clusters: int) -> bool:
-        return (len(re.findall(r"Q Cluster \S+ \[poolweb\] running", output)) == clusters
-                and get_status(f"http://127.0.0.1:{port}/api/schema/") == 200)
-
     names = r"(web server|pass loop|worker)"
-    try:
-        output = until(lambda output: serving(output, 1), "serve running")
+    with LiveServer(serve_environment, tmp_path / "serve.log") as server:
+        output = until(server, lambda output: clusters_running(output) == 1, "serve running")
         first = {name: int(pid) for name, pid in re.findall(rf"Started the {names} \(pid (\d+)\)", output)}
         old_cluster = descendants(first["worker"])
         assert len(first) == 3 and old_cluster, output
 
         for pid in first.values():
             os.kill(pid, signal.SIGKILL)
-        output = until(lambda output: len(re.findall(rf"Started the {names} again", output)) == 3
-                       and serving(output, 2), "all three started again and serving")
+        output = until(server, lambda output: len(re.findall(rf"Started the {names} again", output)) == 3
+                       and clusters_running(output) == 2 and get_status(f"{server.url}/api/schema/") == 200,
+                       "all three started again and serving")
 
         again = {name: int(pid) for name, pid in re.findall(rf"Started the {names} again \(pid (\d+)\)", output)}
         assert again.keys() == first.keys() and all(running(pid) for pid in again.values()), output
         for name, pid in first.items():
             assert f"The {name} (pid {pid}) was killed by SIGKILL after " in output
         assert not [pid for pid in old_cluster if running(pid)]  # the dead worker's processes went with it
-        family = descendants(supervisor.pid)
-        supervisor.send_signal(signal.SIGTERM)
-        assert supervisor.wait(timeout=10) == 0, log.read_text()
-        assert not [pid for pid in family if running(pid)], log.read_text()
-    finally:
-        if supervisor.poll() is None:
-            supervisor.kill()
-            supervisor.wait()
+        family = descendants(server.process.pid)
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=10) == 0, server.output()
+        assert not [pid for pid in family if running(pid)], server.output()
 
 
 def test_serve_runs_several_web_processes_on_sqlite(serve_environment, tmp_path):
@@ -329,21 +290,13 @@ def test_serve_runs_several_web_processes_on_sqlite(serve_environment, tmp_path)
         done = subprocess.run([*manage, *command], cwd=settings.BASE_DIR, env=environment, check=False,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
-    token, port, log = done.stdout.strip(), environment["PORT"], tmp_path / "serve.log"
-    with log.open("w") as sink:
-        supervisor = subprocess.Popen([*manage, "serve"], cwd=settings.BASE_DIR, env=environment,
-                                      stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                                      start_new_session=True)
-    try:
-        deadline = time.monotonic() + 30
-        while len(web_workers(supervisor.pid)) < 2 or get_status(f"http://127.0.0.1:{port}/api/schema/") != 200:
-            assert supervisor.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, f"two web processes did not start within 30 s\n{log.read_text()}"
-            time.sleep(0.2)
+    token = done.stdout.strip()
+    with LiveServer(environment, tmp_path / "serve.log") as server:
+        until(server, lambda _: len(web_workers(server.process.pid)) == 2, "two web processes", timeout=30)
 
         def submit(n: int) -> int:
             call = urllib.request.Request(
-                f"http://127.0.0.1:{port}/api/v1/requests", method="POST",
+                f"{server.url}/api/v1/requests", method="POST",
                 data=json.dumps({"policy": "dev", "profile": "half", "name": f"job-{n}"}).encode(),
                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
             with urllib.request.urlopen(call, timeout=30) as response:
@@ -351,10 +304,7 @@ def test_serve_runs_several_web_processes_on_sqlite(serve_environment, tmp_path)
 
         with ThreadPoolExecutor(max_workers=8) as pool:
             assert list(pool.map(submit, range(60))) == [201] * 60
-        assert "database is locked" not in log.read_text()
-    finally:
-        supervisor.send_signal(signal.SIGTERM)
-        supervisor.wait(timeout=15)
+        assert "database is locked" not in server.output()
 
 
 def web_workers(supervisor_pid: int) -> list[int]:

@@ -30,7 +30,7 @@ RECEIVE_TIMEOUT = 5.0
 @pytest.fixture
 def server_url(transactional_db, tmp_path) -> Iterator[str]:
     """A web process serving the application, polling the outbox often."""
-    with processes.web_server(tmp_path, POOLWEB_EVENT_POLL_MS="20") as server:
+    with processes.live_server(tmp_path, web_only=True, POOLWEB_EVENT_POLL_MS="20") as server:
         yield f"ws://127.0.0.1:{server.port}/ws/events/"
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from poolweb.models import Request as RequestRow
 from poolweb.services.tokens import token_issue
+from tests.live_server import LiveServer
 
 from . import processes
 
@@ -24,9 +25,9 @@ SLOW_CLIENT_TIMEOUT = 20  # how long a slow client waits for the server to give 
 
 
 @pytest.fixture
-def server(transactional_db, tmp_path) -> Iterator[processes.WebServer]:
-    with processes.web_server(tmp_path, POOLWEB_HTTP_HEADER_TIMEOUT_SECONDS=str(HEAD_SECONDS),
-                              POOLWEB_HTTP_BODY_TIMEOUT_SECONDS=str(BODY_SECONDS)) as running:
+def server(transactional_db, tmp_path) -> Iterator[LiveServer]:
+    with processes.live_server(tmp_path, web_only=True, POOLWEB_HTTP_HEADER_TIMEOUT_SECONDS=str(HEAD_SECONDS),
+                               POOLWEB_HTTP_BODY_TIMEOUT_SECONDS=str(BODY_SECONDS)) as running:
         yield running
 
 

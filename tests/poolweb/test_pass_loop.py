@@ -18,7 +18,6 @@ from django_q.models import OrmQ, Schedule, Success
 
 from poolweb import sql
 from poolweb.models import PassRecord, Request as RequestRow
-from poolweb.ports import free_port
 from poolweb.services import config as config_services, requests as services, triggers, wakeup
 from reconcile import Vector
 
@@ -136,7 +135,8 @@ def pause_outside_a_pass(pid: int) -> None:
         time.sleep(0.01)
 
 
-def test_a_loop_killed_mid_pass_is_started_again_by_serve_and_grants_what_it_was_granting(alice, bob, settings):
+def test_a_loop_killed_mid_pass_is_started_again_by_serve_and_grants_what_it_was_granting(alice, bob, settings,
+                                                                                          tmp_path):
     """SIGKILL while the loop holds the pass lock (its write waits for this test's transaction):
     its pass lock goes with it (a flock on SQLite, a session's advisory lock on PostgreSQL), and the
     loop serve starts again grants the request by itself, in its first pass."""
@@ -146,11 +146,11 @@ def test_a_loop_killed_mid_pass_is_started_again_by_serve_and_grants_what_it_was
     # and its first pass (serve queues one as it starts) is waited for.
     Schedule.objects.create(name="reconcile", func=triggers.PERIODIC_TASK, schedule_type=Schedule.MINUTES,
                             minutes=1, repeats=-1, next_run=timezone.now() + timedelta(hours=1))
-    serve = processes.start("manage.py", "serve", PORT=str(free_port()), POOLWEB_SECRET_KEY=settings.SECRET_KEY)
-    try:
+    # The loop listens in its data directory, where this process wakes it (wakeup.socket_path).
+    with processes.live_server(tmp_path, POOLWEB_DATA_DIR=str(settings.DATA_DIR)) as serve:
         processes.wait_until(lambda: Success.objects.filter(name="pass:start").exists(), 60, "the worker's pass")
         processes.wait_until(listening, 60, "the pass loop to listen")
-        killed = pass_loop_of(serve)
+        killed = pass_loop_of(serve.process)
         pause_outside_a_pass(killed)
         row, _ = services.request_submit(user=bob, submission=HALF)  # its wake-up waits in the loop's socket
 
@@ -159,12 +159,12 @@ def test_a_loop_killed_mid_pass_is_started_again_by_serve_and_grants_what_it_was
             os.kill(killed, signal.SIGCONT)
             processes.wait_until(lambda: not pass_lock_free(), 30, "the loop to hold the pass lock, mid-pass")
             os.kill(killed, signal.SIGKILL)
-            processes.wait_until(lambda: pass_loop_of(serve) not in (killed, None), 30, "serve to start it again")
+            processes.wait_until(lambda: pass_loop_of(serve.process) not in (killed, None), 30,
+                                 "serve to start it again")
 
         processes.wait_until(lambda: RequestRow.objects.get(pk=row.pk).state == "allocated", 60,
                              "the loop started again to grant it")
         assert list(PassRecord.objects.values_list("trigger", "grants")) == [("start", 1)]  # the new loop's first
         processes.wait_until(pass_lock_free, 10, "the pass lock to be free")
-    finally:
-        output = processes.stop(serve)
+    output = serve.output()
     assert f"The pass loop (pid {killed}) was killed by SIGKILL" in output, output

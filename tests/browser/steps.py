@@ -1,5 +1,5 @@
 """What an administrator does in the editor, step by step, as a person would: by the controls'
-roles and names (spec/console.md). Shared by the editor, provision and versions tests."""
+roles and names (docs/console.md). Shared by the editor, provision and versions tests."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Preview impact and Provision from the editor: what provisioning would do to current requests, a
 version with its comment under Versions, a stale draft refused until confirmed — and the whole
-demo configuration rebuilt by hand from an empty install (issue 10, "Done when")."""
+demo configuration rebuilt by hand from an empty install (docs/console.md)."""
 
 from __future__ import annotations
 

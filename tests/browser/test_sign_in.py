@@ -1,4 +1,4 @@
-"""Signing in and out through the forms (spec/console.md: Username, Password, Sign in)."""
+"""Signing in and out through the forms (docs/console.md: Username, Password, Sign in)."""
 
 from __future__ import annotations
 

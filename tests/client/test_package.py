@@ -81,7 +81,7 @@ def test_a_request_object_is_read_with_its_times_and_unknown_fields_ignored():
 def test_the_client_reads_every_field_of_the_servers_request_object():
     from poolweb.services.payloads import REQUEST_FIELDS
 
-    # ``warnings`` the server adds to every request object (issue 20); the client reads it already,
+    # ``warnings`` the server adds to every request object (decision 107); the client reads it already,
     # and an older server's object without it reads as no warnings.
     assert {field.name for field in fields(Request)} == {*REQUEST_FIELDS, "warnings"}
 

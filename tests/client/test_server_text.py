@@ -1,4 +1,4 @@
-"""Issue 17 item 9: whatever text a server sends — a version stored before control characters were
+"""Whatever text a server sends — a version stored before control characters were
 refused, or a server that is not Poolweb at all — poolctl shows it, and never lets the terminal
 act on it: no ESC, CSI, OSC, DEL or bidirectional control reaches stdout or stderr, in tables,
 lines, messages, errors or JSON. The server is a fake transport; the commands are the real ones."""

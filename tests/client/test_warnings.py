@@ -1,4 +1,4 @@
-"""Issue 20 item 3: ``poolctl submit`` says what the server warns about a request (a preemptible
+"""``poolctl submit`` says what the server warns about a request (a preemptible
 one without retries, say) — the server's words, made safe to print, never worked out by the
 client — and says nothing against a server that sends no ``warnings``. The server is a fake
 transport; the command is the real one."""

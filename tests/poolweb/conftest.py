@@ -4,9 +4,11 @@ carol (signed in, no team)."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -69,6 +71,28 @@ def client_for(user: User | None) -> APIClient:
     if user is not None:
         client.force_authenticate(user)
     return client
+
+
+def signed_in(user: User) -> Client:
+    """A browser's client with ``user``'s session, for the console's pages."""
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def run_together(*targets, join_seconds: float = 30) -> None:
+    """Start every target in a thread of its own at once and wait for all (each within a bound)."""
+    threads = [threading.Thread(target=target) for target in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(join_seconds)
+
+
+@pytest.fixture
+def admin(alice) -> APIClient:
+    """alice's API client."""
+    return client_for(alice)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Imports inside poolweb/ go one way (style §8): the entry points (api, realtime, console,
+"""Imports inside poolweb/ go one way (decision 21): the entry points (api, realtime, console,
 management, admin) → services → selectors → the base (models, sql, env, ports) and reconcile;
 never back up, and the entry points never into each other. Parsed with ast, like the engine's
 purity test, so a module that would fail to import is still read."""

@@ -1,4 +1,4 @@
-"""The invariant checker of spec §10 (reconcile.invariants): each check accepts a clean state and
+"""The invariant checker of docs/scheduling.md §10 (reconcile.invariants): each check accepts a clean state and
 catches a hand-made violation, so none of them can pass by accident.
 
 Each row: the case, the check's findings as ``"I-n: words the message contains"`` (empty: clean).

@@ -372,11 +372,6 @@ def test_requests_are_served_in_the_order_of_the_rules(case: Case):
     assert outcome(case.snapshot) == case.expected
 
 
-def test_every_case_has_a_distinct_name():
-    names = [case.name for case in CASES]
-    assert len(names) == len(set(names))
-
-
 # --- the keys themselves: each criterion decides only where the ones before it tie ----------------
 
 # (name, key served or taken first, key after it); the first differs in one criterion, and is

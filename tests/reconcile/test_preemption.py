@@ -369,8 +369,3 @@ CASES = WHO_PREEMPTS + VICTIMS + CHOICE + EVICTION + BORROWED + HELD_UNTIL_GRANT
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_victims_are_chosen_by_the_rules(case: Case):
     assert outcome_with_attempts(case.snapshot) == case.expected
-
-
-def test_every_case_has_a_distinct_name():
-    names = [case.name for case in CASES]
-    assert len(names) == len(set(names))

@@ -1,4 +1,4 @@
-"""Property tests: random configurations and event sequences; the invariants of spec §10 after
+"""Property tests: random configurations and event sequences; the invariants of docs/scheduling.md §10 after
 every step (reconcile.invariants), plus the purity of plan() and the shape of the waiting list.
 
 A world is a configuration and a list of actions. Actions pick their target by index into the
@@ -346,7 +346,7 @@ def _fingerprint(snapshot: Snapshot) -> tuple:
 
 @settings(max_examples=max(300, settings().max_examples // 4))  # secondary: deep copies at every pass
 @given(config=configs(), actions=ACTIONS, grace=GRACE)
-def test_plan_never_changes_its_snapshot(config: Config, actions: list[tuple], grace: timedelta):  # style §6
+def test_plan_never_changes_its_snapshot(config: Config, actions: list[tuple], grace: timedelta):  # decision 1
     def check(snapshot: Snapshot, _) -> None:
         requests, config_before = snapshot.requests, snapshot.config
         twin, fingerprint = copy.deepcopy(snapshot), _fingerprint(snapshot)

@@ -1,4 +1,4 @@
-"""The engine is pure Python (style §1, §3): it imports only the standard library and itself, and
+"""The engine is pure Python (decision 1): it imports only the standard library and itself, and
 has no clock and no I/O. Parsed with ast, so a module that would fail to import is still read."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Exact quantities and resource vectors (spec §1, reconcile/quantity.py).
+"""Exact quantities and resource vectors (docs/scheduling.md §1, reconcile/quantity.py).
 
 A quantity is a decimal ≥ 0 with at most 3 digits after the point and at most 10^12, kept as
 integer milli-units; a vector maps resource keys (^[a-z][a-z0-9_.-]{0,63}$) to quantities and

@@ -1,11 +1,11 @@
-"""Why a pending request waits, with the numbers, and its place in the queue (spec §9, R-32).
+"""Why a pending request waits, with the numbers, and its place in the queue (docs/scheduling.md §9, R-32).
 
 Three tables. MESSAGES compares every pending request's whole ``Waiting`` (code, sentence,
 position, queue pool). PRECEDENCE runs passes where several reasons hold at once and checks
 the one shown: ManagementDisabled, then the policy's own WaitingForReservation (it outlasts
 the limit) and WaitingForQuota, then WaitingForPreemption, BlockedByHigherPriority,
 WaitingForCapacity. POSITIONS checks the 1-based place among pending requests in R-32 order
-within the queue of each request's most preferred eligible pool. Rule ids: "sec9" is spec §9.
+within the queue of each request's most preferred eligible pool. Rule ids: "sec9" is docs/scheduling.md §9.
 
 Live allocations of other policies are non-preemptible (policy ``infra``) unless a case is
 about preemption, so no victim search changes what is being looked at.

@@ -1,5 +1,5 @@
-"""The acceptance scenarios of spec/scenarios.md at engine level, rounds that must settle, and
-configuration changes (R-56, R-57).
+"""The acceptance scenarios S-1…S-14 (docs/scheduling.md §11 works the main ones through) at engine
+level, rounds that must settle, and configuration changes (R-56, R-57).
 
 A story is a configuration and a list of steps. Each step applies actions (submit, release,
 cancel, time passing, the management switch, a provision), then runs passes until one changes

@@ -1,0 +1,137 @@
+"""The console's pages over HTTP (poolweb.console.views): who may see which, what each renders,
+and the editor's two fragments refusing what they cannot render. What a person sees and does in
+them is tests/browser/."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from poolweb.models import Event, SiteState
+from poolweb.services import config as config_services
+from tests.poolweb.conftest import document, signed_in
+
+pytestmark = pytest.mark.django_db
+
+PAGES = ["/", "/queues/", "/policies/", "/requests/", "/account/tokens/"]
+ADMIN_PAGES = ["/versions/", "/versions/1/", "/versions/0/diff/1/"]
+
+
+@pytest.mark.parametrize("path", PAGES + ADMIN_PAGES)
+def test_anonymous_visitors_are_sent_to_sign_in(provisioned, path):
+    response = Client().get(path)
+    assert response.status_code == 302 and response["Location"] == f"/accounts/login/?next={path}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_signed_in_user_sees_the_pages_in_the_shell(provisioned, bob, path):
+    response = signed_in(bob).get(path)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'role="switch"' in html and 'aria-label="Resource management"' in html and 'aria-disabled="true"' in html
+    assert ">Sign out<" in html and ">Versions<" not in html
+
+
+@pytest.mark.parametrize("path", ADMIN_PAGES)
+def test_the_version_pages_are_for_admins(provisioned, alice, bob, path):
+    assert signed_in(bob).get(path).status_code == 403
+    assert signed_in(alice).get(path).status_code == 200
+
+
+def test_a_member_gets_no_editor(provisioned, bob):
+    html = signed_in(bob).get("/").content.decode()
+    assert 'aria-label="Pool h100"' in html and "Open editor" not in html and 'id="pool-dialog"' not in html
+    page = json.loads(html.split('id="page-data" type="application/json">')[1].split("</script>")[0])
+    assert page == {"admin": False, "live_version": 1, "draft": False, "seq": Event.objects.latest("seq").seq}
+
+
+def test_the_switch_shows_the_stored_state(provisioned, alice):
+    SiteState.objects.filter(pk=1).update(management_enabled=False)
+    assert 'aria-checked="false"' in signed_in(alice).get("/").content.decode()
+
+
+@pytest.mark.parametrize("path", ["/versions/2/", "/versions/1/diff/9/", f"/versions/{10**12}/"])
+def test_an_unknown_version_is_a_404_page(provisioned, alice, path):
+    response = signed_in(alice).get(path)
+    assert response.status_code == 404 and b"There is no configuration version" in response.content
+
+
+def test_the_compare_form_leads_to_the_diff(provisioned, alice):
+    client = signed_in(alice)
+    response = client.get("/versions/compare/", {"before": "0", "after": "1"})
+    assert response.status_code == 302 and response["Location"] == "/versions/0/diff/1/"
+    assert client.get("/versions/compare/", {"before": "x"}).status_code == 400
+
+
+def board(client: Client, body) -> tuple[int, str]:
+    response = client.post("/editor/board/", body if isinstance(body, str) else json.dumps(body),
+                           content_type="application/json")
+    return response.status_code, response.content.decode()
+
+
+def test_the_editor_board_renders_the_draft_with_its_errors_at_their_cards(provisioned, alice):
+    doc = document()
+    doc["profiles"][0]["connections"] = []
+    errors = [{"path": "profiles[0].connections", "code": "no_connection", "message": "half has no connection"}]
+
+    status, html = board(signed_in(alice), {"document": doc, "errors": errors, "warnings": []})
+
+    assert status == 200
+    half = html.split('aria-label="Profile half"')[1].split("</section>")[0]
+    assert 'role="alert"' in half and "half has no connection" in half
+    assert 'aria-label="Move a100 up"' not in half and 'aria-label="Edit half"' in half
+
+
+@pytest.mark.parametrize("body, status", [("{not json", 400), ("[1]", 400), ({"document": 5}, 200),
+                                          ({"document": document(), "errors": "x"}, 200)])
+def test_the_editor_board_refuses_what_is_not_json_and_reads_the_rest_leniently(provisioned, alice, body, status):
+    assert board(signed_in(alice), body)[0] == status
+
+
+def test_the_editor_fragments_are_for_admins_and_posts(provisioned, alice, bob):
+    assert board(signed_in(bob), {"document": document()})[0] == 403
+    assert signed_in(alice).get("/editor/board/").status_code == 405
+    assert signed_in(alice).post("/editor/preview/").status_code == 404  # no draft saved yet
+
+
+def test_the_preview_fragment_says_what_the_saved_draft_changes(provisioned, alice):
+    doc = document()
+    doc["pools"][0]["capacity"] = {"gpu": 16}
+    config_services.draft_save(document=doc, user=alice)
+
+    html = signed_in(alice).post("/editor/preview/").content.decode()
+
+    assert "pool h100 changed: capacity.gpu 8 → 16" in html
+    assert "No current request would be granted" in html
+
+
+def test_the_diff_page_shows_each_field(provisioned, alice):
+    doc = document()
+    doc["pools"][0]["capacity"] = {"gpu": 16}
+    config_services.config_provision_document(document=doc, author=alice)
+
+    html = signed_in(alice).get("/versions/1/diff/2/").content.decode()
+
+    assert 'aria-label="Pool h100 changed"' in html
+    assert "<code>capacity.gpu</code>" in html and ">8<" in html and ">16<" in html
+
+
+HOSTILE = [
+    "/queues/" + "x" * 5000 + "/", "/queues/%00/", "/queues/h100/why/99999/", "/queues/h100/why/1/",
+    "/queues/nothing/why/1/", "/requests/?page=abc", "/requests/?page=-1", "/requests/?page=99999",
+    "/requests/?state=bogus", "/requests/?state=" + "pending," * 500, "/requests/?policy=%00",
+    "/requests/?owner=nobody", "/requests/99999999999999999999/", "/requests/0/",
+    "/policies/nothing/card/", "/policies/" + "p" * 3000 + "/card/", "/versions/?page=zzz",
+    "/versions/99999/", "/versions/1/diff/99999/", "/versions/compare/?before=x&after=1",
+]
+
+
+@pytest.mark.parametrize("path", HOSTILE)
+@pytest.mark.parametrize("who", ["alice", "bob"])
+def test_hostile_paths_and_queries_get_a_page_or_a_4xx_never_a_500_and_write_nothing(provisioned, request, who, path):
+    events = Event.objects.count()
+    response = signed_in(request.getfixturevalue(who)).get(path)
+    assert response.status_code < 500
+    assert Event.objects.count() == events

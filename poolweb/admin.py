@@ -10,14 +10,18 @@ from django.contrib import admin
 from poolweb.models import ApiToken, ConfigVersion, PassRecord, Policy, Pool, Profile, Request, SignInFailure
 
 
-class ReadOnly(admin.ModelAdmin):
-    """Shown, never changed here."""
+class ShownOnly:
+    """Shown, never added or changed here: the services write these rows."""
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+class ReadOnly(ShownOnly, admin.ModelAdmin):
+    """Shown, never changed here."""
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
@@ -45,18 +49,12 @@ class RequestAdmin(ReadOnly):
     show_full_result_count = False  # a count of a large table on every page is slow on PostgreSQL
 
 
-class InVersion(admin.TabularInline):
+class InVersion(ShownOnly, admin.TabularInline):
     """A version's rows, read-only, beside its document."""
 
     extra = 0
     can_delete = False
     show_change_link = False
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class PoolInline(InVersion):

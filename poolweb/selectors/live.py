@@ -21,12 +21,11 @@ from django.db.models import Count, F, QuerySet
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
 from poolweb.selectors.versions import Prepared, live_config, live_prepared
-from reconcile import ALL_POOLS, Config, Request, State
+from reconcile import ALL_POOLS, LIVE_STATES, Config, Request, State
 from reconcile.document import NAME_PATTERN
 from reconcile.quantity import unmetered_keys
 from reconcile.report import usage_report
 
-LIVE_STATES = (State.ALLOCATED.value, State.PREEMPTING.value)
 PENDING = State.PENDING.value
 
 Amounts = dict[str, int]  # key → milli-units

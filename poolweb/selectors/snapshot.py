@@ -12,9 +12,8 @@ from django.conf import settings
 from poolweb import sql
 from poolweb.models import SiteState
 from poolweb.selectors.versions import Prepared, prepared, site
-from reconcile import Reason, Request, Snapshot, State, Vector
+from reconcile import UNFINISHED_STATES, Reason, Request, Snapshot, State, Vector
 
-LIVE_OR_PENDING = (State.PENDING.value, State.ALLOCATED.value, State.PREEMPTING.value)
 SNAPSHOT_FIELDS = ("id", "policy", "profile", "resources", "submitted_at", "state", "preemptible", "max_retries",
                    "attempt", "pool", "allocated_at", "lease_seconds", "lease_expires_at", "preempted_by",
                    "preempted_at", "reason", "held_pool")
@@ -83,7 +82,7 @@ def load_pass_input(now: datetime, state: SiteState | None = None, *, also: Sequ
     requests, waits, rows = [], {}, {}
     vectors: dict[str, Vector] = {}  # most requests share their profile's resources: one Vector each
     width, waits_end = len(SNAPSHOT_FIELDS), len(SNAPSHOT_FIELDS) + len(WAIT_FIELDS)
-    for row in sql.select_requests(columns, "state", LIVE_OR_PENDING):
+    for row in sql.select_requests(columns, "state", UNFINISHED_STATES):
         request = to_engine(row, vectors)
         requests.append(request)
         rows[request.id] = row

@@ -43,12 +43,11 @@ from poolweb import sql
 from poolweb.models import PassRecord, PassWanted, Request as RequestRow
 from poolweb.services import events, wakeup
 from poolweb.services.reconciler import PassResult, reconcile_pass
-from reconcile import State
+from reconcile import LIVE_STATES, State
 
 TASK = "poolweb.services.triggers.run_wanted_pass"
 PERIODIC_TASK = "poolweb.services.triggers.run_periodic_pass"
 DEADLINE = "reconcile at the next deadline"
-LIVE = (State.ALLOCATED.value, State.PREEMPTING.value)
 PREEMPTING = State.PREEMPTING.value
 IDLE_SECONDS = 60.0  # the loop passes at least this often, as the periodic pass does
 RETRY_SECONDS = 1.0
@@ -130,7 +129,7 @@ def reconcile_if_overdue() -> None:
 def next_deadline() -> datetime | None:
     """When the earliest live lease runs out or the earliest eviction grace ends."""
     grace = timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
-    found = RequestRow.objects.filter(state__in=LIVE).aggregate(
+    found = RequestRow.objects.filter(state__in=LIVE_STATES).aggregate(
         lease=Min("lease_expires_at"), preempted=Min("preempted_at", filter=Q(state=PREEMPTING)))
     moments = [found["lease"], found["preempted"] and found["preempted"] + grace]
     return min((m for m in moments if m is not None), default=None)

@@ -184,7 +184,12 @@ class Request:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Everything one pass may look at. ``now`` is an input: the engine has no clock."""
+    """Everything one pass may look at. ``now`` is an input: the engine has no clock.
+
+    ``requests`` come in ascending id order, as the service's loader reads them (``ORDER BY id``,
+    ``poolweb.selectors.snapshot``). The plan is the same in any other order, but its decisions
+    are listed in the order the requests come, and a queue's members are then sorted by
+    submission time and id (R-32.5) instead of by submission time alone (``planner``)."""
 
     now: datetime
     config: Config

@@ -73,6 +73,8 @@ def load_snapshot(now: datetime) -> Snapshot:
 def load_pass_input(now: datetime, state: SiteState | None = None, *, also: Sequence[str] = ()) -> PassInput:
     """The snapshot at ``now``, the live version prepared, and the stored wait of each pending
     request; ``state`` is the site row when the caller read it already (under the pass lock).
+    The requests are read ``ORDER BY id`` (``sql.select_requests``), the order ``Snapshot``
+    promises the engine.
     ``also`` names more columns to read in the same query (a pass announces from them), kept
     with the rest in ``rows``."""
     state = state or site()

@@ -30,6 +30,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from poolweb import sql
+from poolweb.collector import collector_paused
 from poolweb.models import LiveChange, PassRecord, SiteState
 from poolweb.selectors.live import PolicyState, PoolState, policy_states_of, pool_states_of
 from poolweb.selectors.snapshot import NO_WAIT, WAIT_FIELDS, PassInput, StoredWait, load_pass_input
@@ -39,7 +40,6 @@ from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.payloads import REQUEST_COLUMNS
 from poolweb.services.site import site_locked
 from reconcile import ALL_POOLS, Plan, Request, Snapshot, State, plan
-from reconcile.collector import collector_paused
 
 log = logging.getLogger(__name__)
 

@@ -139,6 +139,15 @@ def test_events_are_refused_outside_a_transaction():
         events.publish("management.changed", {"enabled": True})
 
 
+def test_the_snapshot_lists_requests_in_id_order_whatever_their_state(provisioned, bob):
+    """Snapshot's contract (reconcile/model.py): by id, as the loader's ORDER BY reads them; a read
+    by state alone could follow the state index (allocated, then pending)."""
+    rows = [request_row(bob, "dev", "4xgpu", 1), request_row(bob, "dev", "4xgpu", 1, state="allocated", pool="h100"),
+            request_row(bob, "dev", "4xgpu", 1), request_row(bob, "dev", "4xgpu", 1, state="allocated", pool="a100")]
+
+    assert [r.id for r in load_snapshot(timezone.now()).requests] == [row.pk for row in rows]
+
+
 # --- triggers ------------------------------------------------------------------------------------
 
 @pytest.fixture

@@ -61,7 +61,7 @@ class Health:
 
 def check_stored_state(now: datetime) -> StateCheck:
     read = load_pass_input(now)
-    snapshot, version = read.snapshot, read.prepared
+    snapshot, version = read.snapshot, read.version
     provisioned = live_version()
     baseline = _before(snapshot, provisioned.created_at) if provisioned is not None else None
     first = plan(snapshot, version.terms)

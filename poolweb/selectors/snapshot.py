@@ -11,7 +11,7 @@ from django.conf import settings
 
 from poolweb import sql
 from poolweb.models import SiteState
-from poolweb.selectors.versions import Prepared, prepared, site
+from poolweb.selectors.versions import EngineVersion, engine_version, site
 from reconcile import UNFINISHED_STATES, Reason, Request, Snapshot, State, Vector
 
 SNAPSHOT_FIELDS = ("id", "policy", "profile", "resources", "submitted_at", "state", "preemptible", "max_retries",
@@ -34,7 +34,7 @@ NO_WAIT = StoredWait(None, None, None, None)  # the wait of a request that was l
 
 class PassInput(NamedTuple):
     snapshot: Snapshot
-    prepared: Prepared  # the live version, with the terms kept for it
+    version: EngineVersion  # the live version, with the terms kept for it
     waits: dict[int, StoredWait]  # per pending request, so a pass writes only the waits that changed
     rows: dict[int, tuple] = {}  # the rows as read, by id: ``columns`` of each
     columns: tuple[str, ...] = ()
@@ -71,14 +71,14 @@ def load_snapshot(now: datetime) -> Snapshot:
 
 
 def load_pass_input(now: datetime, state: SiteState | None = None, *, also: Sequence[str] = ()) -> PassInput:
-    """The snapshot at ``now``, the live version prepared, and the stored wait of each pending
+    """The snapshot at ``now``, the live version as the engine reads it, and the stored wait of each pending
     request; ``state`` is the site row when the caller read it already (under the pass lock).
     The requests are read ``ORDER BY id`` (``sql.select_requests``), the order ``Snapshot``
     promises the engine.
     ``also`` names more columns to read in the same query (a pass announces from them), kept
     with the rest in ``rows``."""
     state = state or site()
-    version = prepared(state.live_version)
+    version = engine_version(state.live_version)
     columns = (*SNAPSHOT_FIELDS, *WAIT_FIELDS)
     columns += tuple(name for name in also if name not in columns)
     requests, waits, rows = [], {}, {}

@@ -1,7 +1,7 @@
 """Announcing a pass on the event stream (docs/events.md): ``request.updated`` for each request it
 moves or whose reason changed, ``pool.updated`` and ``policy.updated`` for the pools and policies
 whose numbers it changed, and those of the unannounced changes it takes in (a release or cancel
-leaves a ``LiveChange`` for the next pass, decision 49).
+leaves an ``UnannouncedChange`` for the next pass, decision 49).
 
 Made before the write transaction, where it holds no lock (decisions 50, 62): the announced
 request objects as the snapshot's query read them, overlaid with what the pass writes, their
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
-from poolweb.models import LiveChange
+from poolweb.models import UnannouncedChange
 from poolweb.selectors.live import PolicyState, PoolState, policy_states_of, pool_states_of
 from poolweb.selectors.snapshot import NO_WAIT, PassInput, StoredWait
-from poolweb.selectors.versions import Prepared
+from poolweb.selectors.versions import EngineVersion
 from poolweb.services import events
 from poolweb.services.planned_rows import PlannedRows
 from reconcile import ALL_POOLS, Plan, Request, Snapshot, State
@@ -40,15 +40,15 @@ class Announcement:
     requests: set[int] = field(default_factory=set)  # request.updated for these
     pools: set[str] = field(default_factory=set)  # pool.updated
     policies: set[str] = field(default_factory=set)  # policy.updated
-    changes: list[int] = field(default_factory=list)  # the LiveChange rows it takes in
+    changes: list[int] = field(default_factory=list)  # the UnannouncedChange rows it takes in
     payloads: dict[int, dict] = field(default_factory=dict)  # the announced request objects
     encoded: dict[int, events.Encoded] = field(default_factory=dict)  # their events
     live_states: LiveStates = LiveStates([], [])  # of the announced pools and policies, as planned
 
 
 def unannounced_changes() -> list[tuple[int, str, str]]:
-    """(id, pool, policy) of each ``LiveChange`` waiting for a pass to announce it."""
-    return list(LiveChange.objects.values_list("id", "pool", "policy"))
+    """(id, pool, policy) of each ``UnannouncedChange`` waiting for a pass to announce it."""
+    return list(UnannouncedChange.objects.values_list("id", "pool", "policy"))
 
 
 def announcement_of(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan,
@@ -87,10 +87,10 @@ def prepare(news: Announcement, read: PassInput, decided: Plan, rows: PlannedRow
     for request_id, row in news.payloads.items():
         row.update(rows.columns[request_id])
     news.encoded = events.encoded_requests(news.payloads.values())
-    news.live_states = live_states(read.prepared, decided, rows, news)
+    news.live_states = live_states(read.version, decided, rows, news)
 
 
-def publish(news: Announcement, version: Prepared, decided: Plan, rows: PlannedRows,
+def publish(news: Announcement, version: EngineVersion, decided: Plan, rows: PlannedRows,
             leases: dict[int, datetime | None]) -> None:
     """The events of what ``write_rows`` wrote, in its transaction; ``leases``: each written row's
     lease as it locked it. The announced changes are taken in."""
@@ -101,7 +101,7 @@ def publish(news: Announcement, version: Prepared, decided: Plan, rows: PlannedR
     events.publish_encoded(news.encoded[request_id] for request_id in sorted(news.encoded.keys() & rows.columns))
     # Made again only when rows changed under the pass (rare): a walk over every request.
     events.publish_live(*(live_states(version, decided, rows, news) if rows.dropped else news.live_states))
-    LiveChange.objects.filter(pk__in=news.changes).delete()
+    UnannouncedChange.objects.filter(pk__in=news.changes).delete()
 
 
 def _renewed_meanwhile(news: Announcement, rows: PlannedRows, request_id: int,
@@ -112,10 +112,10 @@ def _renewed_meanwhile(news: Announcement, rows: PlannedRows, request_id: int,
             and leases[request_id] != news.payloads[request_id]["lease_expires_at"])
 
 
-def live_states(version: Prepared, decided: Plan, rows: PlannedRows, news: Announcement) -> LiveStates:
+def live_states(version: EngineVersion, decided: Plan, rows: PlannedRows, news: Announcement) -> LiveStates:
     """The announced pools and policies as this pass leaves them, from its own values (no query):
-    the snapshot with the plan applied, less the requests that changed under it (they left a
-    ``LiveChange``, so the next pass announces them again)."""
+    the snapshot with the plan applied, less the requests that changed under it (they left an
+    ``UnannouncedChange``, so the next pass announces them again)."""
     live, holders = [], []
     pending: Counter = Counter()
     for request in rows.requests.values():

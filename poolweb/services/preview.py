@@ -35,7 +35,7 @@ def draft_preview() -> DraftPreview:
         return DraftPreview(checked.errors)
     read = load_pass_input(timezone.now())
     snapshot = read.snapshot
-    result = preview(snapshot, checked.config, read.prepared.terms)
+    result = preview(snapshot, checked.config, read.version.terms)
     decided = result.plan
     moved = {d.request_id for group in (decided.grants, decided.preemptions, decided.rejections,
                                         decided.cancellations) for d in group}

@@ -76,7 +76,7 @@ def _decide_and_write(state: SiteState, now: datetime, dry_run: bool, trigger: s
     changes = [] if dry_run else announcement.unannounced_changes()
     read = load_pass_input(now, state, also=REQUEST_COLUMNS)  # what it announces too
     snapshot = read.snapshot
-    decided = plan(snapshot, read.prepared.terms)
+    decided = plan(snapshot, read.version.terms)
     if dry_run:
         return _result(snapshot, decided, 0, started)
     rows = planned_rows(snapshot, read.waits, decided)
@@ -86,7 +86,7 @@ def _decide_and_write(state: SiteState, now: datetime, dry_run: bool, trigger: s
     announcement.prepare(news, read, decided, rows)  # outside the write lock
     with transaction.atomic():  # on SQLite the write lock, from here to the commit only
         leases = write_rows(rows)
-        announcement.publish(news, read.prepared, decided, rows, leases)
+        announcement.publish(news, read.version, decided, rows, leases)
         result = _result(snapshot, decided, rows.conflicts, started)
         if rows.columns or rows.conflicts:
             _record(result, now, trigger)

@@ -30,7 +30,7 @@ from .borrowing import Allocation
 from .explain import explain_waiting
 from .groups import QueueGroup, by_submission, pool_queues, service_order
 from .ledger import Ledger
-from .model import ALLOCATED, PENDING, PREEMPTING, WAITING_FOR_CAPACITY, Request, Snapshot, State
+from .model import LIVE_STATES, PENDING, PREEMPTING, WAITING_FOR_CAPACITY, Request, Snapshot, State
 from .ordering import ServiceKey, service_key
 from .plan import Decision, Plan
 from .preemption import Preemption
@@ -90,8 +90,7 @@ class _Pass:
         now, grace = self.now, self.snapshot.eviction_grace
         live, requeued = [], {}
         for request in [r for r in requests if r.state is not PENDING]:  # most are pending
-            state = request.state
-            if state is not ALLOCATED and state is not PREEMPTING:
+            if request.state not in LIVE_STATES:
                 continue  # terminal
             elif lifecycle.lease_expired(request, now):
                 self.expiries.append(lifecycle.expiry(request))

@@ -14,7 +14,6 @@ made again with the new one).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
@@ -43,24 +42,24 @@ class Announcement:
     changes: list[int] = field(default_factory=list)  # the UnannouncedChange rows it takes in
     payloads: dict[int, dict] = field(default_factory=dict)  # the announced request objects
     encoded: dict[int, events.Encoded] = field(default_factory=dict)  # their events
-    live_states: LiveStates = LiveStates([], [])  # of the announced pools and policies, as planned
+    live_states: LiveStates = field(default_factory=lambda: LiveStates([], []))  # of those pools and policies
 
 
-def unannounced_changes() -> list[tuple[int, str, str]]:
-    """(id, pool, policy) of each ``UnannouncedChange`` waiting for a pass to announce it."""
-    return list(UnannouncedChange.objects.values_list("id", "pool", "policy"))
-
-
-def announcement_of(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan,
-                    changes: Iterable[tuple[int, str, str]]) -> Announcement:
-    """What ``decided`` and the unannounced ``changes`` make news of: every decision's request, and
-    its pools (where it goes, where it was, where it queued) and policy; a wait whose reason or
-    sentence changed; the pools and policy of a wait that moved to another queue."""
+def unannounced_changes() -> Announcement:
+    """The pools and policies of every ``UnannouncedChange``, which a pass announces and takes in.
+    Read before the snapshot: a change committed after this read is left to the next pass."""
     news = Announcement()
-    for change_id, pool, policy in changes:
+    for change_id, pool, policy in UnannouncedChange.objects.values_list("id", "pool", "policy"):
         news.changes.append(change_id)
         news.pools.update([pool] if pool else [])
         news.policies.add(policy)
+    return news
+
+
+def add_plan(news: Announcement, snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) -> None:
+    """What ``decided`` makes news of: every decision's request, and its pools (where it goes,
+    where it was, where it queued) and policy; a wait whose reason or sentence changed; the pools
+    and policy of a wait that moved to another queue."""
     before: dict[int, Request] = {}  # the snapshot's requests by id, made when first needed
     for decision in decided.decisions():
         before = before or {r.id: r for r in snapshot.requests}
@@ -76,7 +75,6 @@ def announcement_of(snapshot: Snapshot, waits: dict[int, StoredWait], decided: P
             before = before or {r.id: r for r in snapshot.requests}
             news.pools.update(p for p in (stored.queue_pool, waiting.pool) if p)
             news.policies.add(before[request_id].policy)
-    return news
 
 
 def prepare(news: Announcement, read: PassInput, decided: Plan, rows: PlannedRows) -> None:

@@ -72,15 +72,14 @@ def _pass(now: datetime | None, dry_run: bool, trigger: str) -> PassResult:
 def _decide_and_write(state: SiteState, now: datetime, dry_run: bool, trigger: str, started: float) -> PassResult:
     """One pass at ``now`` (read under the pass lock: a pass that waited behind another is not in
     the past)."""
-    # Read before the snapshot: a change committed after this read leaves its row to the next pass.
-    changes = [] if dry_run else announcement.unannounced_changes()
+    news = None if dry_run else announcement.unannounced_changes()  # read before the snapshot
     read = load_pass_input(now, state, also=REQUEST_COLUMNS)  # what it announces too
     snapshot = read.snapshot
     decided = plan(snapshot, read.version.terms)
-    if dry_run:
+    if news is None:  # a dry run writes nothing
         return _result(snapshot, decided, 0, started)
     rows = planned_rows(snapshot, read.waits, decided)
-    news = announcement.announcement_of(snapshot, read.waits, decided, changes)
+    announcement.add_plan(news, snapshot, read.waits, decided)
     if not (rows.columns or news.pools or news.policies):
         return _result(snapshot, decided, 0, started)
     announcement.prepare(news, read, decided, rows)  # outside the write lock

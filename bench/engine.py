@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 
 from bench.results import now, sized, update_results
+from poolweb.collector import collector_paused
 from reconcile import Config, Plan, Policy, Pool, Profile, Quota, Reason, Request, Snapshot, State, Vector, plan
 from reconcile.ledger import Ledger
 from reconcile.model import ALL_POOLS
@@ -221,8 +222,12 @@ def bench(sc: Scenario, warmup: int, repeat: int, floor: bool = True) -> dict:
     passes share one TermsCache, as the service keeps one beside its configuration."""
     snapshot = make_snapshot(sc)
     terms = TermsCache(snapshot.config)
-    return {"sanity": sanity(sc, snapshot, plan(snapshot, terms)),
-            "plan": measure(lambda: plan(snapshot, terms), warmup, repeat),
+
+    def planned() -> Plan:  # as the service plans: with the collector paused
+        with collector_paused():
+            return plan(snapshot, terms)
+    return {"sanity": sanity(sc, snapshot, planned()),
+            "plan": measure(planned, warmup, repeat),
             "floor": measure(floor_task(snapshot), warmup, repeat) if floor else None}
 
 

@@ -77,11 +77,11 @@ def _merge(*parts: dict) -> dict:
 
 def settle(timeout: float = 300.0) -> None:
     """Until no pass is wanted and no request waits unjudged."""
-    from poolweb.models import PassWanted, Request as RequestRow
+    from poolweb.models import PassTaskFlag, Request as RequestRow
 
     deadline = time.time() + timeout
     while time.time() < deadline:
-        wanted = PassWanted.objects.filter(wanted=True).exists()
+        wanted = PassTaskFlag.objects.filter(raised=True).exists()
         if not wanted and not RequestRow.objects.filter(state="pending", reason="Submitted").exists():
             return
         time.sleep(0.02)

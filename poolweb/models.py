@@ -288,18 +288,20 @@ class PassRecord(models.Model):
         ordering = ["-started_at"]
 
 
-class LiveChange(models.Model):
-    """A pool's and a policy's numbers changed outside a pass (a release or a cancel): the next
-    pass announces them (``pool.updated``, ``policy.updated``) and forgets the row. Written in the
-    change's transaction, so a change rolled back leaves none; announcing at the change itself
-    meant reading every live and queued request of the pool and the policy on every release."""
+class UnannouncedChange(models.Model):
+    """A pool's and a policy's numbers changed outside a pass (a release or a cancel) and not yet
+    announced: the next pass announces them (``pool.updated``, ``policy.updated``) and deletes the
+    row. Written in the change's transaction, so a change rolled back leaves none; announcing at
+    the change itself meant reading every live and queued request of the pool and the policy on
+    every release."""
 
     pool = models.CharField(max_length=NAME_LENGTH, blank=True)  # "" for a request on no pool
     policy = models.CharField(max_length=NAME_LENGTH)
 
 
-class PassWanted(models.Model):
-    """One row: a pass is wanted and a task for it is queued, so a burst of triggers queues one
-    task instead of one each (services.triggers)."""
+class PassTaskFlag(models.Model):
+    """One row whose flag is raised while a pass task is queued and has not started: only the
+    trigger that raises it queues a task, so a burst queues one (services.triggers; without the
+    pass loop only)."""
 
-    wanted = models.BooleanField(default=False)
+    raised = models.BooleanField(default=False)

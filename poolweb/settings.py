@@ -256,10 +256,14 @@ CHANNEL_LAYERS = {
 
 POOLWEB = {
     "EVICTION_GRACE_SECONDS": env_int("POOLWEB_EVICTION_GRACE_SECONDS", 30, minimum=0, maximum=86400),
-    # "worker": passes run in the django-q2 worker (`manage.py serve` starts it); "inline": in the
-    # process that asked, right away (the tests, or a deployment without a worker).
+    # "worker": passes run apart from the process that asked: in the pass loop `manage.py serve`
+    # starts, woken by each change, with the django-q2 worker's minutely pass as a backstop (a
+    # change queues a worker task where no loop listens; docs/scheduling.md §12). "inline": in the
+    # process that asked, right away, and only then (the tests, or a deployment without either).
     "PASSES": env_choice("POOLWEB_PASSES", ("worker", "inline")),
-    # Web processes `manage.py serve` runs (PostgreSQL only: SQLite has one writer at a time).
+    # Web processes `manage.py serve` runs (uvicorn's, on one socket), on either database: on
+    # SQLite their writes take turns at its one write lock, each waiting at most
+    # POOLWEB_LOCK_WAIT_SECONDS (decisions 69, 79).
     "WEB_PROCESSES": env_int("POOLWEB_WEB_PROCESSES", 1, minimum=1, maximum=64),
     # Threads per web process that run views, each with its own database connection (poolweb/asgi.py).
     "HTTP_THREADS": env_int("POOLWEB_HTTP_THREADS", 2, minimum=1, maximum=64),

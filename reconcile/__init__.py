@@ -5,14 +5,14 @@ Each module opens with a worked example; the examples run (tests/reconcile/test_
 the names below, ``datetime``, ``timedelta``, ``timezone`` and ``t0`` (1 January 2026, UTC) in scope.
 """
 
-from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota, Request, Snapshot, State
+from .model import ALL_POOLS, LIVE_STATES, UNFINISHED_STATES, Config, Policy, Pool, Profile, Quota, Request, Snapshot, State
 from .plan import Decision, Plan, Waiting
 from .planner import plan
 from .quantity import STEP_RUN, QuantityError, Vector, format_quantity, parse_quantity
 from .reasons import Reason
 
 __all__ = [
-    "ALL_POOLS", "Config", "Decision", "Plan", "Policy", "Pool", "Profile", "QuantityError", "Quota",
+    "ALL_POOLS", "LIVE_STATES", "UNFINISHED_STATES", "Config", "Decision", "Plan", "Policy", "Pool", "Profile", "QuantityError", "Quota",
     "Reason", "Request", "STEP_RUN", "Snapshot", "State", "Vector", "Waiting", "format_quantity", "parse_quantity",
     "plan",
 ]

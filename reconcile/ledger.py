@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from operator import attrgetter
 from typing import NamedTuple
 
-from .model import ALL_POOLS, ALLOCATED, PREEMPTING, Config, Request
+from .model import ALL_POOLS, LIVE_STATES, Config, Request
 from .quantity import Vector
 from .quota import Check, KeyChecks, PoolTerms
 
@@ -72,7 +72,7 @@ class Ledger:
         # Sum per (policy, pool, preemptible) first: far fewer charges than allocations.
         totals: defaultdict[tuple[str, str, bool], Usage] = defaultdict(dict)
         for r in requests:
-            if (r.state is ALLOCATED or r.state is PREEMPTING) and r.pool is not None:
+            if r.state in LIVE_STATES and r.pool is not None:
                 usage = totals[(r.policy, r.pool, r.preemptible)]
                 for key, amount in r.resources.items():
                     usage[key] = usage.get(key, 0) + amount

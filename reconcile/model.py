@@ -50,15 +50,19 @@ class State(enum.StrEnum):
 
     @property
     def terminal(self) -> bool:
-        return self not in _NOT_TERMINAL
+        return self not in _UNFINISHED
 
 
 # Reading a member off its enum class takes ~70 ns, more than the test it serves: loops over every
 # request compare with these, read once, and modules import them from here.
 PENDING, ALLOCATED, PREEMPTING = State.PENDING, State.ALLOCATED, State.PREEMPTING
 WAITING_FOR_CAPACITY = Reason.WAITING_FOR_CAPACITY
-_LIVE = frozenset((ALLOCATED, PREEMPTING))
-_NOT_TERMINAL = _LIVE | {PENDING}
+# The one definition of which states are live (they hold capacity) and which are not finished:
+# ``State.live`` and ``State.terminal`` read them, and so do the service's queries (members of a
+# StrEnum are the stored strings).
+LIVE_STATES = (ALLOCATED, PREEMPTING)
+UNFINISHED_STATES = (PENDING, *LIVE_STATES)
+_LIVE, _UNFINISHED = frozenset(LIVE_STATES), frozenset(UNFINISHED_STATES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +184,12 @@ class Request:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """Everything one pass may look at. ``now`` is an input: the engine has no clock."""
+    """Everything one pass may look at. ``now`` is an input: the engine has no clock.
+
+    ``requests`` come in ascending id order, as the service's loader reads them (``ORDER BY id``,
+    ``poolweb.selectors.snapshot``). The plan is the same in any other order, but its decisions
+    are listed in the order the requests come, and a queue's members are then sorted by
+    submission time and id (R-32.5) instead of by submission time alone (``planner``)."""
 
     now: datetime
     config: Config

@@ -27,11 +27,10 @@ from operator import attrgetter
 
 from . import lifecycle
 from .borrowing import Allocation
-from .collector import collector_paused
 from .explain import explain_waiting
 from .groups import QueueGroup, by_submission, pool_queues, service_order
 from .ledger import Ledger
-from .model import ALLOCATED, PENDING, PREEMPTING, WAITING_FOR_CAPACITY, Request, Snapshot, State
+from .model import LIVE_STATES, PENDING, PREEMPTING, WAITING_FOR_CAPACITY, Request, Snapshot, State
 from .ordering import ServiceKey, service_key
 from .plan import Decision, Plan
 from .preemption import Preemption
@@ -45,9 +44,9 @@ def plan(snapshot: Snapshot, terms: TermsCache | None = None) -> Plan:
     """Decide one pass. Pure: ``snapshot`` is read, never changed.
 
     ``terms``: the TermsCache of ``snapshot.config`` that the caller keeps across passes on that
-    configuration; None builds the terms this pass needs afresh."""
-    with collector_paused():  # what it buys: reconcile/collector.py
-        return _Pass(snapshot, terms_for(snapshot.config, terms)).run()
+    configuration; None builds the terms this pass needs afresh. The caller decides whether the
+    process's garbage collector runs meanwhile (``poolweb.collector``: the service pauses it)."""
+    return _Pass(snapshot, terms_for(snapshot.config, terms)).run()
 
 
 class _Pass:
@@ -91,8 +90,7 @@ class _Pass:
         now, grace = self.now, self.snapshot.eviction_grace
         live, requeued = [], {}
         for request in [r for r in requests if r.state is not PENDING]:  # most are pending
-            state = request.state
-            if state is not ALLOCATED and state is not PREEMPTING:
+            if request.state not in LIVE_STATES:
                 continue  # terminal
             elif lifecycle.lease_expired(request, now):  # R-50
                 self.expiries.append(lifecycle.expiry(request))
@@ -282,7 +280,7 @@ def _submission_order(pending: list[Request]) -> Callable[[Request], object]:
 
     A stable sort keeps that order among equal submission times, so when ``pending`` lists ids in
     ascending order the time alone gives the same order, and compares one value instead of a pair.
-    The service's loader reads requests in id order (poolweb/sql.py); a snapshot promises no order,
-    so it is checked here, once per pass."""
+    A snapshot's requests come in id order (``Snapshot``); one built otherwise (a test's) still
+    gets R-32.5, so the order is checked here, once per pass."""
     ids = list(map(_ID, pending))
     return _SUBMITTED_AT if ids == sorted(ids) else by_submission

@@ -34,7 +34,7 @@ from poolweb.selectors.requests import (
     FiltersInvalid, RequestFilters, parse_filters, request_by_idempotency_key, request_get,
     request_history, request_list, submitter_of,
 )
-from poolweb.selectors.versions import prepared
+from poolweb.selectors.versions import engine_version
 from poolweb.services import requests as services
 from poolweb.services.payloads import change_data, request_data
 from reconcile import State
@@ -152,7 +152,7 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
                 return earlier, False
         submitter = submitter_of(user=request.user)  # the site, the pending count, the groups: one read
         check_pending_cap(submitter.pending)
-        live = prepared(submitter.site and submitter.site.live_version)
+        live = engine_version(submitter.site and submitter.site.live_version)
         submission = read_submission(request.data, live.config)
         return services.request_submit(user=request.user, submission=submission, idempotency_key=key, live=live,
                                        groups=submitter.groups)

@@ -25,14 +25,13 @@ from poolweb.selectors.requests import (
 from poolweb.selectors.versions import live_config
 from poolweb.selectors.waiting import why_waits
 from poolweb.services.payloads import request_data
-from reconcile import State
+from reconcile import LIVE_STATES, UNFINISHED_STATES, State
 
 REQUESTS_PER_PAGE = 50
-ACTIVE = ",".join(s.value for s in (State.PENDING, State.ALLOCATED, State.PREEMPTING))
+ACTIVE = ",".join(UNFINISHED_STATES)
 STATE_CHOICES = (("", "Any state"), (ACTIVE, "Active (pending or live)"),
                  *((s.value, s.value) for s in State))
-ACTIONS = {"cancellable": (State.PENDING.value, State.ALLOCATED.value, State.PREEMPTING.value),
-           "releasable": (State.ALLOCATED.value, State.PREEMPTING.value)}
+ACTIONS = {"cancellable": UNFINISHED_STATES, "releasable": LIVE_STATES}
 OWNER_FOR_ADMINS = "Only administrators filter by owner: these are your own requests."
 
 

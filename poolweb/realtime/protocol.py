@@ -34,7 +34,7 @@ import json
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
-MAX_MESSAGE_CHARS = 4096  # a token and a number fit many times over; daphne itself stops at 1 MiB
+MAX_MESSAGE_CHARS = 4096  # a token and a number fit many times over; uvicorn itself stops at 16 MiB
 MAX_TOKEN_CHARS = 256
 MAX_SEQ = 2**63 - 1  # seq is a 64-bit signed integer
 

@@ -15,8 +15,9 @@ the relay's rows and skips seqs it already sent, misses nothing and repeats noth
 Slow clients. Each subscription buffers at most ``CLIENT_BUFFER`` events. When it would take
 more, it drops them all and is marked overflowed; its stream then reads from the outbox where it
 left off, at its client's pace, as a resuming client does. A client that stops reading is closed
-by daphne once it misses its keepalive pings (``--ping-timeout``), which also bounds what daphne
-buffers for it.
+by uvicorn once it misses its keepalive pings (a ping every 20 s, a pong due within 20 s: its
+defaults, ``--ws-ping-interval`` and ``--ws-ping-timeout``); until then a send to it waits while
+its socket's write buffer is over the high-water mark, so what uvicorn buffers for it is bounded.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ _relays: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Relay] = weakref.W
 
 
 def current_relay() -> Relay:
-    """This process's relay (one per event loop: daphne has one; each test has its own)."""
+    """This process's relay (one per event loop: a uvicorn process has one; each test has its own)."""
     loop = asyncio.get_running_loop()
     if loop not in _relays:
         stream = settings.EVENT_STREAM

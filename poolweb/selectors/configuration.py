@@ -14,7 +14,7 @@ from django.db.models import Count
 
 from poolweb.models import Request as RequestRow, SiteState
 from poolweb.selectors.live import LIVE_STATES, PENDING
-from poolweb.selectors.versions import prepared
+from poolweb.selectors.versions import engine_version
 from reconcile import Config
 
 
@@ -36,7 +36,7 @@ def live_configuration() -> LiveConfiguration:
         return LiveConfiguration(0, None, None, "")
     pending, running = _request_counts()
     return LiveConfiguration(version.number, version.author.username if version.author else None,
-                             version.created_at, version.comment, prepared(version).config, pending, running)
+                             version.created_at, version.comment, engine_version(version).config, pending, running)
 
 
 def _request_counts() -> tuple[dict[str, int], dict[str, int]]:

@@ -60,7 +60,8 @@ class Health:
 
 
 def check_stored_state(now: datetime) -> StateCheck:
-    snapshot, version = load_pass_input(now)[:2]
+    read = load_pass_input(now)
+    snapshot, version = read.snapshot, read.version
     provisioned = live_version()
     baseline = _before(snapshot, provisioned.created_at) if provisioned is not None else None
     first = plan(snapshot, version.terms)

@@ -20,13 +20,12 @@ from django.db.models import Count, F, QuerySet
 
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
-from poolweb.selectors.versions import Prepared, live_config, live_prepared
-from reconcile import ALL_POOLS, Config, Request, State
+from poolweb.selectors.versions import EngineVersion, live_config, live_engine_version
+from reconcile import ALL_POOLS, LIVE_STATES, Config, Request, State
 from reconcile.document import NAME_PATTERN
 from reconcile.quantity import unmetered_keys
 from reconcile.report import usage_report
 
-LIVE_STATES = (State.ALLOCATED.value, State.PREEMPTING.value)
 PENDING = State.PENDING.value
 
 Amounts = dict[str, int]  # key → milli-units
@@ -165,14 +164,14 @@ def policy_states(names: Collection[str] | None = None) -> list[PolicyState]:
     if names is not None:
         live_rows = live_rows.filter(policy__in=names)
     live = [to_engine(row) for row in live_rows.values_list(*SNAPSHOT_FIELDS)]
-    return policy_states_of(live_prepared(), live, _pending_by_policy_and_pool(names), names)
+    return policy_states_of(live_engine_version(), live, _pending_by_policy_and_pool(names), names)
 
 
-def policy_states_of(version: Prepared, live: list[Request], pending: Mapping[tuple[str, str], int],
+def policy_states_of(version: EngineVersion, live: list[Request], pending: Mapping[tuple[str, str], int],
                      names: Collection[str] | None = None) -> list[PolicyState]:
     """``policy_states`` of values at hand: the live version, the live requests, and the pending
     count per (policy, queue pool) and per (policy, "*")."""
-    config, terms = version
+    config, terms = version.config, version.terms
     running: Counter[tuple[str, str]] = Counter()
     for request in live:
         running[(request.policy, request.pool)] += 1

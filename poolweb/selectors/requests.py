@@ -19,12 +19,11 @@ from django.db.models.functions import RowNumber
 from poolweb.models import Request, RequestChange
 from poolweb.selectors.versions import live_config
 from poolweb.sql import request_path
-from reconcile import State
+from reconcile import LIVE_STATES, State
 from reconcile.document import NAME_PATTERN
 
 MAX_ID = 2**63 - 1  # larger ids cannot be in the table, and some databases refuse to compare them
 USERNAME_PATTERN = re.compile(r"[\w.@+-]{1,150}")  # Django's username validator
-LIVE_STATES = (State.ALLOCATED.value, State.PREEMPTING.value)
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,9 @@ from django.conf import settings
 
 from poolweb import sql
 from poolweb.models import SiteState
-from poolweb.selectors.versions import Prepared, prepared, site
-from reconcile import Reason, Request, Snapshot, State, Vector
+from poolweb.selectors.versions import EngineVersion, engine_version, site
+from reconcile import UNFINISHED_STATES, Reason, Request, Snapshot, State, Vector
 
-LIVE_OR_PENDING = (State.PENDING.value, State.ALLOCATED.value, State.PREEMPTING.value)
 SNAPSHOT_FIELDS = ("id", "policy", "profile", "resources", "submitted_at", "state", "preemptible", "max_retries",
                    "attempt", "pool", "allocated_at", "lease_seconds", "lease_expires_at", "preempted_by",
                    "preempted_at", "reason", "held_pool")
@@ -35,7 +34,7 @@ NO_WAIT = StoredWait(None, None, None, None)  # the wait of a request that was l
 
 class PassInput(NamedTuple):
     snapshot: Snapshot
-    prepared: Prepared  # the live version, with the terms kept for it
+    version: EngineVersion  # the live version, with the terms kept for it
     waits: dict[int, StoredWait]  # per pending request, so a pass writes only the waits that changed
     rows: dict[int, tuple] = {}  # the rows as read, by id: ``columns`` of each
     columns: tuple[str, ...] = ()
@@ -72,18 +71,20 @@ def load_snapshot(now: datetime) -> Snapshot:
 
 
 def load_pass_input(now: datetime, state: SiteState | None = None, *, also: Sequence[str] = ()) -> PassInput:
-    """The snapshot at ``now``, the live version prepared, and the stored wait of each pending
+    """The snapshot at ``now``, the live version as the engine reads it, and the stored wait of each pending
     request; ``state`` is the site row when the caller read it already (under the pass lock).
+    The requests are read ``ORDER BY id`` (``sql.select_requests``), the order ``Snapshot``
+    promises the engine.
     ``also`` names more columns to read in the same query (a pass announces from them), kept
     with the rest in ``rows``."""
     state = state or site()
-    version = prepared(state.live_version)
+    version = engine_version(state.live_version)
     columns = (*SNAPSHOT_FIELDS, *WAIT_FIELDS)
     columns += tuple(name for name in also if name not in columns)
     requests, waits, rows = [], {}, {}
     vectors: dict[str, Vector] = {}  # most requests share their profile's resources: one Vector each
     width, waits_end = len(SNAPSHOT_FIELDS), len(SNAPSHOT_FIELDS) + len(WAIT_FIELDS)
-    for row in sql.select_requests(columns, "state", LIVE_OR_PENDING):
+    for row in sql.select_requests(columns, "state", UNFINISHED_STATES):
         request = to_engine(row, vectors)
         requests.append(request)
         rows[request.id] = row

@@ -23,22 +23,23 @@ from reconcile import Config, Policy, Pool, Profile, Quota, Vector
 from reconcile.quota import TermsCache
 
 
-class Prepared(NamedTuple):
-    """A version as the engine reads it, and the cache of its terms."""
+class EngineVersion(NamedTuple):
+    """A provisioned version as the engine reads it: its ``Config``, and the ``TermsCache`` that
+    passes on that configuration fill and share."""
 
     config: Config
     terms: TermsCache
 
 
-class PreparedVersions:
-    """``Prepared`` per version, built on first use and kept: a pass, a read of the live state and
-    a submission all ask for the live version's, many times a second."""
+class EngineVersions:
+    """``EngineVersion`` per version, built on first use and kept: a pass, a read of the live state
+    and a submission all ask for the live version's, many times a second."""
 
     def __init__(self, size: int = 16) -> None:
         self.size = size
-        self._kept: dict[tuple, Prepared] = {}
+        self._kept: dict[tuple, EngineVersion] = {}
 
-    def of(self, version: ConfigVersion) -> Prepared:
+    def of(self, version: ConfigVersion) -> EngineVersion:
         # The creation time tells a version apart from another with its id (a test database reset).
         key = (version.pk, version.number, version.created_at)
         found = self._kept.get(key)
@@ -46,7 +47,7 @@ class PreparedVersions:
             if len(self._kept) >= self.size:
                 self._kept.clear()
             config = config_from_rows(version)
-            found = self._kept[key] = Prepared(config, TermsCache(config))
+            found = self._kept[key] = EngineVersion(config, TermsCache(config))
         return found
 
 
@@ -57,13 +58,13 @@ class ConfigNotFound(LookupError):
     """No draft, or no version with that number."""
 
 
-PREPARED = PreparedVersions()
-EMPTY = Prepared(Config(), TermsCache(Config()))
+ENGINE_VERSIONS = EngineVersions()
+NO_VERSION = EngineVersion(Config(), TermsCache(Config()))  # before the first provision
 
 
 def site() -> SiteState:
     """The site row (the live version and the switch) as stored; defaults before the first write.
-    Without the version's document: the engine reads the version's rows (prepared once), and the
+    Without the version's document: the engine reads the version's rows (built once, ``EngineVersions``), and the
     document, read and decoded on every request, cost more than the rest of the row."""
     return request_path.site_row() or SiteState(pk=1)
 
@@ -110,16 +111,16 @@ def draft_get() -> dict:
     return draft.document
 
 
-def prepared(version: ConfigVersion | None) -> Prepared:
-    return PREPARED.of(version) if version is not None else EMPTY
+def engine_version(version: ConfigVersion | None) -> EngineVersion:
+    return ENGINE_VERSIONS.of(version) if version is not None else NO_VERSION
 
 
-def live_prepared() -> Prepared:
-    return prepared(live_version())
+def live_engine_version() -> EngineVersion:
+    return engine_version(live_version())
 
 
 def live_config() -> Config:
-    return live_prepared().config
+    return live_engine_version().config
 
 
 def config_from_rows(version: ConfigVersion) -> Config:

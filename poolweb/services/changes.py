@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
+from typing import NamedTuple
 
 from reconcile import Decision, Request, State
 from reconcile.transition import applied, changes
@@ -18,12 +19,25 @@ from reconcile.transition import applied, changes
 LEFT_QUEUE = {"position": None, "queue_pool": None}
 
 
-def history_entry(after: Request, decision: Decision, now: datetime) -> tuple | None:
-    """The row of the request's history a decision adds (``sql.insert_changes``), or None for one
-    that leaves its state as it was (a hold, R-45): the history lists changes of state."""
+class HistoryEntry(NamedTuple):
+    """A row of a request's history, in the column order ``sql.insert_changes`` takes."""
+
+    request_id: int
+    at: datetime
+    state: str
+    reason: str
+    message: str
+    attempt: int
+    pool: str | None
+
+
+def history_entry(after: Request, decision: Decision, now: datetime) -> HistoryEntry | None:
+    """The row of the request's history a decision adds, or None for one that leaves its state as
+    it was (a hold, R-45): the history lists changes of state."""
     if decision.state is decision.from_state:
         return None
-    return (after.id, now, after.state.value, after.reason.value, decision.message, after.attempt, after.pool)
+    return HistoryEntry(after.id, now, after.state.value, after.reason.value, decision.message, after.attempt,
+                        after.pool)
 
 
 def decision_columns(before: Request, decision: Decision, now: datetime) -> tuple[Request, dict]:

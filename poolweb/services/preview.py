@@ -33,8 +33,9 @@ def draft_preview() -> DraftPreview:
     checked = validate_document(draft_get())
     if checked.config is None:
         return DraftPreview(checked.errors)
-    snapshot, live = load_pass_input(timezone.now())[:2]
-    result = preview(snapshot, checked.config, live.terms)
+    read = load_pass_input(timezone.now())
+    snapshot = read.snapshot
+    result = preview(snapshot, checked.config, read.version.terms)
     decided = result.plan
     moved = {d.request_id for group in (decided.grants, decided.preemptions, decided.rejections,
                                         decided.cancellations) for d in group}

@@ -22,10 +22,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from poolweb import sql
-from poolweb.models import LiveChange, Request as RequestRow
+from poolweb.models import Request as RequestRow, UnannouncedChange
 from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
-from poolweb.selectors.versions import Prepared, live_prepared
+from poolweb.selectors.versions import EngineVersion, live_engine_version
 from poolweb.services import events
 from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.triggers import reconcile_soon
@@ -67,7 +67,7 @@ class Submission:
 # --- submit --------------------------------------------------------------------------------------
 
 def request_submit(*, user, submission: Submission, idempotency_key: str | None = None,
-                   live: Prepared | None = None, groups: frozenset[str] | None = None) -> tuple[RequestRow, bool]:
+                   live: EngineVersion | None = None, groups: frozenset[str] | None = None) -> tuple[RequestRow, bool]:
     """Submit a request; returns it (possibly allocated already, when the pass ran inline) and
     whether it is new. ``live`` is the live version the submission was read against and ``groups``
     the names of the user's groups, when the caller read them (``selectors.requests.submitter_of``:
@@ -75,7 +75,7 @@ def request_submit(*, user, submission: Submission, idempotency_key: str | None 
 
     ``PermissionDenied`` when ``user`` is neither staff nor in the policy's group.
     """
-    live = live or live_prepared()
+    live = live or live_engine_version()
     config = live.config
     if not may_submit(user, config, submission.policy, groups):
         raise PermissionDenied(f"you may not submit to policy {submission.policy}: you are not in its group "
@@ -86,7 +86,7 @@ def request_submit(*, user, submission: Submission, idempotency_key: str | None 
     return row, created
 
 
-def request_create(*, user, submission: Submission, live: Prepared,
+def request_create(*, user, submission: Submission, live: EngineVersion,
                    idempotency_key: str | None = None) -> tuple[RequestRow, bool]:
     """Store a submission: ``rejected`` with its reason when it can never run (R-14), else ``pending``.
     One transaction: the row, its history and its event; the pass judges it later.
@@ -163,7 +163,7 @@ def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) ->
 
     The write is conditional on the state read: a pass that moved the request meanwhile makes it
     a ``RequestConflict`` instead of a lost update. The pool's and the policy's new numbers are
-    left to the pass this change asks for (``LiveChange``): computing them here read every live
+    left to the pass this change asks for (``UnannouncedChange``): computing them here read every live
     and queued request of the pool and the policy, on every release.
     """
     row = _locked(user, request_id)
@@ -179,7 +179,7 @@ def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) ->
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
     sql.insert_changes([history_entry(after, decision, now)])
     # Its capacity or its place is free now: the pass announces the pool's and the policy's numbers.
-    request_path.insert_row(LiveChange(pool=before.pool or queue_pool or "", policy=before.policy))
+    request_path.insert_row(UnannouncedChange(pool=before.pool or queue_pool or "", policy=before.policy))
     row = _fresh(request_id)
     events.publish_request_rows([row])
     return row, True

@@ -8,8 +8,8 @@ passes, so a burst of changes during a pass gives one more pass, not one each, a
 committed after the loop took its wake-ups sends one it takes next.
 
 When no loop listens (the tests, a deployment that runs only the django-q2 worker), it queues a
-django-q2 task instead, coalesced: the ``PassWanted`` row flips from false to true for the
-first trigger only, and the task flips it back *before* it takes its snapshot, so a change
+django-q2 task instead, coalesced: the first trigger raises the one ``PassTaskFlag`` and only
+that one queues the task, which lowers the flag *before* it takes its snapshot, so a change
 committed during a pass queues exactly one more. If a task is lost (a worker killed before it
 ran), the flag would stay up and block further triggers; the periodic pass lowers it, so
 nothing waits longer than one period.
@@ -40,15 +40,14 @@ from django_q.models import Failure, Schedule
 from django_q.tasks import async_task
 
 from poolweb import sql
-from poolweb.models import PassRecord, PassWanted, Request as RequestRow
+from poolweb.models import PassRecord, PassTaskFlag, Request as RequestRow
 from poolweb.services import events, wakeup
 from poolweb.services.reconciler import PassResult, reconcile_pass
-from reconcile import State
+from reconcile import LIVE_STATES, State
 
 TASK = "poolweb.services.triggers.run_wanted_pass"
 PERIODIC_TASK = "poolweb.services.triggers.run_periodic_pass"
 DEADLINE = "reconcile at the next deadline"
-LIVE = (State.ALLOCATED.value, State.PREEMPTING.value)
 PREEMPTING = State.PREEMPTING.value
 IDLE_SECONDS = 60.0  # the loop passes at least this often, as the periodic pass does
 RETRY_SECONDS = 1.0
@@ -110,7 +109,7 @@ def run_wanted_pass(trigger: str = "change") -> PassResult:
     """The queued task: lower the flag, then pass; then arm the next deadline. Inline, with no
     periodic pass to do it, each pass also forgets what is no longer kept (two indexed reads when
     there is nothing to forget)."""
-    PassWanted.objects.filter(pk=1, wanted=True).update(wanted=False)
+    PassTaskFlag.objects.filter(pk=1, raised=True).update(raised=False)
     try:
         return reconcile_pass(trigger=trigger)
     finally:
@@ -130,7 +129,7 @@ def reconcile_if_overdue() -> None:
 def next_deadline() -> datetime | None:
     """When the earliest live lease runs out or the earliest eviction grace ends."""
     grace = timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
-    found = RequestRow.objects.filter(state__in=LIVE).aggregate(
+    found = RequestRow.objects.filter(state__in=LIVE_STATES).aggregate(
         lease=Min("lease_expires_at"), preempted=Min("preempted_at", filter=Q(state=PREEMPTING)))
     moments = [found["lease"], found["preempted"] and found["preempted"] + grace]
     return min((m for m in moments if m is not None), default=None)
@@ -185,20 +184,20 @@ def start_passes() -> None:
     """When the service starts (``serve``): schedule the periodic pass (idempotent), and queue a
     first pass, lowering a flag a killed worker may have left up."""
     _schedule("reconcile", func=PERIODIC_TASK, schedule_type=Schedule.MINUTES, minutes=1, repeats=-1)
-    PassWanted.objects.filter(pk=1).update(wanted=False)
+    PassTaskFlag.objects.filter(pk=1).update(raised=False)
     reconcile_soon("start")
 
 
 def _raise_flag() -> bool:
     """True if this call raised it (and must queue the task). Reads first: while the flag is up,
     as it is for every read that finds a deadline passed until the pass runs, nothing is written."""
-    if PassWanted.objects.filter(pk=1, wanted=True).exists():
+    if PassTaskFlag.objects.filter(pk=1, raised=True).exists():
         return False
-    if PassWanted.objects.filter(pk=1, wanted=False).update(wanted=True):
+    if PassTaskFlag.objects.filter(pk=1, raised=False).update(raised=True):
         return True
     try:
         with transaction.atomic():
-            PassWanted.objects.create(pk=1, wanted=True)
+            PassTaskFlag.objects.create(pk=1, raised=True)
         return True
     except IntegrityError:  # the row exists and the flag is up: a queued task will see our change
         return False

@@ -22,7 +22,7 @@ from django.db.models import Count
 
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
-from reconcile import Config, State
+from reconcile import LIVE_STATES, Config
 from reconcile.document import Issue, parse_document
 from reconcile.document_checks import json_type
 from reconcile.preview import Refusal, refused_removals
@@ -87,7 +87,7 @@ def malformed_errors(document: Any) -> list[Issue]:
 
 def removal_refusals(config: Config) -> tuple[Refusal, ...]:
     """R-57 against the requests live right now."""
-    rows = RequestRow.objects.filter(state__in=(State.ALLOCATED.value, State.PREEMPTING.value))
+    rows = RequestRow.objects.filter(state__in=LIVE_STATES)
     return refused_removals((to_engine(row) for row in rows.values_list(*SNAPSHOT_FIELDS)), config)
 
 

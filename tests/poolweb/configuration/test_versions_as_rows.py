@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from poolweb.selectors.versions import PREPARED, config_from_rows, live_config
+from poolweb.selectors.versions import ENGINE_VERSIONS, config_from_rows, live_config
 from poolweb.services import config as services
 from poolweb.services.demo import demo_document
 from reconcile.document import parse_document
@@ -35,7 +35,7 @@ def test_the_rows_of_a_version_are_the_configuration_its_document_says(alice, do
 
 def test_the_live_configuration_is_read_once_per_version(alice, django_assert_num_queries):
     services.config_provision_document(document=document(), author=alice)
-    PREPARED._kept.clear()
+    ENGINE_VERSIONS._kept.clear()
     with django_assert_num_queries(7):  # the site row, then the version's six kinds of rows
         live_config()
     with django_assert_num_queries(1):

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_q.models import Failure, Schedule
 
-from poolweb.models import Event, PassWanted, Request as RequestRow
+from poolweb.models import Event, PassTaskFlag, Request as RequestRow
 from poolweb.services import config as config_services, events, reconciler, requests as services, triggers
 from poolweb.services.reconciler import reconcile_pass
 from tests.poolweb.conftest import ONE_GPU, client_for, request_row, run_together
@@ -258,7 +258,7 @@ def test_reads_during_an_overdue_deadline_write_nothing_once_a_pass_is_wanted(pr
     settings.POOLWEB = {**settings.POOLWEB, "PASSES": "worker"}
     row = request_row(bob, "dev", "half", 0.5, state="allocated", pool="a100")
     RequestRow.objects.filter(pk=row.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
-    PassWanted.objects.create(pk=1, wanted=True)
+    PassTaskFlag.objects.create(pk=1, raised=True)
     with CaptureQueriesContext(connection) as queries:
         client_for(bob).get(f"/api/v1/requests/{row.pk}")
     writes = [q["sql"] for q in queries if q["sql"].split()[0].upper() in ("INSERT", "UPDATE", "DELETE")]

@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
-from poolweb.models import Event, PassRecord, PassWanted, Request as RequestRow
+from poolweb.models import Event, PassRecord, PassTaskFlag, Request as RequestRow
 from poolweb.services import events, reconciler, requests as request_services, triggers
 from poolweb.services.reconciler import reconcile_pass
 from poolweb.selectors.snapshot import load_snapshot
@@ -139,6 +139,15 @@ def test_events_are_refused_outside_a_transaction():
         events.publish("management.changed", {"enabled": True})
 
 
+def test_the_snapshot_lists_requests_in_id_order_whatever_their_state(provisioned, bob):
+    """Snapshot's contract (reconcile/model.py): by id, as the loader's ORDER BY reads them; a read
+    by state alone could follow the state index (allocated, then pending)."""
+    rows = [request_row(bob, "dev", "4xgpu", 1), request_row(bob, "dev", "4xgpu", 1, state="allocated", pool="h100"),
+            request_row(bob, "dev", "4xgpu", 1), request_row(bob, "dev", "4xgpu", 1, state="allocated", pool="a100")]
+
+    assert [r.id for r in load_snapshot(timezone.now()).requests] == [row.pk for row in rows]
+
+
 # --- triggers ------------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -154,17 +163,17 @@ def test_a_burst_of_submissions_queues_one_pass(provisioned, bob, passes_by_work
         request_services.request_submit(user=bob, submission=HALF)
 
     assert OrmQ.objects.count() == 1
-    assert PassWanted.objects.get().wanted
+    assert PassTaskFlag.objects.get().raised
 
     triggers.run_wanted_pass()  # what the worker runs for the queued task
-    assert not PassWanted.objects.get().wanted
+    assert not PassTaskFlag.objects.get().raised
     assert RequestRow.objects.filter(state="allocated").count() == 8  # a100's 4 gpu in halves
     request_services.request_submit(user=bob, submission=HALF)
     assert OrmQ.objects.count() == 2  # a change after the pass took its snapshot queues one more
 
 
 def test_the_periodic_pass_lowers_a_lost_tasks_flag_and_expires_leases(provisioned, bob, passes_by_worker):
-    PassWanted.objects.create(pk=1, wanted=True)  # left up by a worker killed before its task ran
+    PassTaskFlag.objects.create(pk=1, raised=True)  # left up by a worker killed before its task ran
     holder = request_row(bob, "dev", "4xgpu", 4, state="allocated", pool="h100")
     RequestRow.objects.filter(pk=holder.pk).update(lease_expires_at=timezone.now() - dt.timedelta(seconds=1))
 
@@ -172,7 +181,7 @@ def test_the_periodic_pass_lowers_a_lost_tasks_flag_and_expires_leases(provision
 
     holder.refresh_from_db()
     assert (holder.state, holder.reason) == ("expired", "LeaseExpired")
-    assert not PassWanted.objects.get().wanted
+    assert not PassTaskFlag.objects.get().raised
     assert PassRecord.objects.get().trigger == "periodic"
 
 
@@ -189,7 +198,7 @@ def test_the_periodic_pass_forgets_old_events_beyond_those_kept(db, settings):
 
 
 def test_starting_the_service_schedules_the_periodic_pass_and_queues_one(db, passes_by_worker):
-    PassWanted.objects.create(pk=1, wanted=True)  # left up by a worker killed before its task ran
+    PassTaskFlag.objects.create(pk=1, raised=True)  # left up by a worker killed before its task ran
     triggers.start_passes()
     assert OrmQ.objects.count() == 1
     triggers.start_passes()

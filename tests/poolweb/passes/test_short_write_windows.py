@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from poolweb.models import Event, LiveChange, Request as RequestRow
+from poolweb.models import Event, UnannouncedChange, Request as RequestRow
 from poolweb.selectors.snapshot import load_snapshot
 from poolweb.services import reconciler, requests as services
 from poolweb.services.reconciler import reconcile_pass
@@ -108,12 +108,12 @@ def test_a_heartbeat_committed_between_read_and_write_keeps_its_lease(one_gpu, b
 def test_a_release_leaves_the_pools_and_the_policys_news_to_the_next_pass(one_gpu, bob):
     holder = request_row(bob, "low", "one", 1, state="allocated", pool="p")
     services.request_release(user=bob, request_id=holder.pk)
-    assert list(LiveChange.objects.values_list("pool", "policy")) == [("p", "low")]
+    assert list(UnannouncedChange.objects.values_list("pool", "policy")) == [("p", "low")]
     since = newest_seq()
     reconcile_pass()
     sent = [(t, json.loads(d)) for t, d in Event.objects.filter(seq__gt=since).values_list("type", "data")]
     assert [(t, d["name"]) for t, d in sent] == [("pool.updated", "p"), ("policy.updated", "low")]
-    assert sent[0][1]["free"] == {"gpu": 1} and not LiveChange.objects.exists()
+    assert sent[0][1]["free"] == {"gpu": 1} and not UnannouncedChange.objects.exists()
 
 
 def test_passes_run_one_at_a_time_across_connections(one_gpu, bob):

@@ -11,7 +11,7 @@ import threading
 import pytest
 from django.db import connection, connections, transaction
 
-from poolweb.models import LiveChange
+from poolweb.models import UnannouncedChange
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's writer lock")]
@@ -48,7 +48,7 @@ def test_a_second_writer_waits_for_the_first_and_then_writes(first_ends):
     def first():
         try:
             with transaction.atomic():
-                LiveChange.objects.create(pool="first", policy="p")
+                UnannouncedChange.objects.create(pool="first", policy="p")
                 holding.set()
                 release.wait(10)
                 order.append("first ends")
@@ -60,7 +60,7 @@ def test_a_second_writer_waits_for_the_first_and_then_writes(first_ends):
     def second():
         with transaction.atomic():
             order.append("second begins")
-            LiveChange.objects.create(pool="second", policy="p")
+            UnannouncedChange.objects.create(pool="second", policy="p")
 
     assert not lock_file_taken()
     one = in_thread(first)
@@ -69,11 +69,11 @@ def test_a_second_writer_waits_for_the_first_and_then_writes(first_ends):
     two = in_thread(second)
     two.join(0.3)
     assert two.is_alive() and order == []  # waiting for the lock, not failed
-    assert not LiveChange.objects.exists()  # a reader does not wait (and sees nothing uncommitted)
+    assert not UnannouncedChange.objects.exists()  # a reader does not wait (and sees nothing uncommitted)
     release.set()
     one.join(10)
     two.join(10)
     assert order == ["first ends", "second begins"]
     assert not lock_file_taken()  # let go at commit and at rollback
     expected = ["first", "second"] if first_ends == "commit" else ["second"]
-    assert list(LiveChange.objects.order_by("id").values_list("pool", flat=True)) == expected
+    assert list(UnannouncedChange.objects.order_by("id").values_list("pool", flat=True)) == expected

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from poolweb.models import Request, RequestChange
-from poolweb.services import reconciler
+from poolweb.services import announcement
 from poolweb.services.reconciler import reconcile_pass
 from tests.poolweb.conftest import ONE_GPU, client_for, request_row
 
@@ -57,7 +57,7 @@ def test_a_release_and_a_rejection_are_in_the_history(provisioned, bob):
 
 def test_a_decision_that_did_not_commit_leaves_no_history(provisioned, bob):
     row = request_row(bob, "dev", "half", 0.5)
-    with mock.patch.object(reconciler.events, "publish_live", side_effect=RuntimeError("the pass broke")), \
+    with mock.patch.object(announcement.events, "publish_live", side_effect=RuntimeError("the pass broke")), \
             pytest.raises(RuntimeError):
         reconcile_pass()
     assert (Request.objects.get(pk=row.pk).state, RequestChange.objects.count()) == ("pending", 0)

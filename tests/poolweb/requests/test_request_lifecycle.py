@@ -13,7 +13,7 @@ from django.utils import timezone
 from poolweb.api.submission import read_submission
 from poolweb.models import Request
 from poolweb.services import requests as services
-from poolweb.selectors.versions import live_config, live_prepared
+from poolweb.selectors.versions import live_config, live_engine_version
 from reconcile import Config, Policy
 
 DEV_HALF = {"policy": "dev", "profile": "half"}
@@ -85,8 +85,8 @@ def test_a_policy_without_a_group_takes_submissions_from_admins_only(alice, bob)
 def test_two_racing_submissions_with_one_key_meet_at_the_unique_constraint(provisioned, bob):
     """The loser of the race has passed the lookup already; the database refuses its row."""
     submission = read_submission(DEV_HALF, live_config())
-    first, _ = services.request_create(user=bob, submission=submission, live=live_prepared(), idempotency_key="k")
-    second, created = services.request_create(user=bob, submission=submission, live=live_prepared(),
+    first, _ = services.request_create(user=bob, submission=submission, live=live_engine_version(), idempotency_key="k")
+    second, created = services.request_create(user=bob, submission=submission, live=live_engine_version(),
                                               idempotency_key="k")
     assert (created, second.pk, Request.objects.count()) == (False, first.pk, 1)
 

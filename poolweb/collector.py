@@ -1,4 +1,6 @@
-"""The cyclic garbage collector paused while a pass runs: the engine's one process-wide speed trick.
+"""The cyclic garbage collector paused while a pass runs: a process-wide speed trick, so it is the
+host's to switch (the service that runs a pass, ``services.reconciler``), not the engine's: the
+engine is pure and leaves the process as it found it (decision 114).
 
 A pass allocates ~10^5 short-lived objects and makes no reference cycles, so the collector would
 only rescan them, again and again as they pile up. Measured on bench/engine.py's scenarios (CPU
@@ -8,17 +10,7 @@ Reference counting still frees everything as it goes.
 
 The collector is switched for the whole process, so pauses are counted: it stays off while any
 pause is active, in any thread, and is switched back on, if it was on before the first, when the
-last one ends.
-
->>> import gc
->>> gc.enable()
->>> with collector_paused():
-...     with collector_paused():   # nested, or in another thread
-...         pass
-...     gc.isenabled()             # the outer pause is still active
-False
->>> gc.isenabled()
-True
+last one ends (tests/poolweb/test_collector.py).
 """
 
 from __future__ import annotations

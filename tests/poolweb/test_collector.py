@@ -1,4 +1,4 @@
-"""collector_paused (reconcile.collector): the collector is off while any pause is active, in any
+"""collector_paused (poolweb.collector): the collector is off while any pause is active, in any
 thread, and on again after the last one when it was on before the first."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from reconcile.collector import collector_paused
+from poolweb.collector import collector_paused
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ Reference counting still frees everything as it goes.
 
 The collector is switched for the whole process, so pauses are counted: it stays off while any
 pause is active, in any thread, and is switched back on, if it was on before the first, when the
-last one ends (tests/poolweb/test_collector.py).
+last one ends (tests/poolweb/passes/test_collector_paused.py).
 """
 
 from __future__ import annotations

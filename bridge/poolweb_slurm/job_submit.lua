@@ -88,8 +88,8 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
         return slurm.SUCCESS
     end
     if others ~= "" then
-        slurm.log_user("poolweb: partitions %s are gated by Poolweb and %s are not; submit to the gated "
-            .. "ones alone (sbatch -p %s) or to the others alone (sbatch -p %s)", gated, others, gated, others)
+        slurm.log_user("poolweb: gated by Poolweb: %s; not gated: %s; a job asks for one side only: "
+            .. "sbatch -p %s (Poolweb decides) or sbatch -p %s", gated, others, gated, others)
         return slurm.ERROR
     end
     if job_desc.priority == 0 then

@@ -1,5 +1,5 @@
-"""One real Slurm cluster for the package (tests/slurm/cluster.py, decision 128): four simulated
-nodes of 8 fake GPUs; ``bare-metal`` (gpu[001-002], the default partition) and ``h100``
+"""One real Slurm cluster per module that asks for it (tests/slurm/cluster.py, decision 128):
+four simulated nodes of 8 fake GPUs; ``bare-metal`` (gpu[001-002], the default partition) and ``h100``
 (gpu[003-004]) gated by Poolweb's job_submit.lua, ``open`` (all four) not.
 
 The tests use no database, so they run once: on the suite's SQLite pass, and are skipped on the
@@ -46,7 +46,7 @@ def cluster_directory() -> Iterator[Callable[[], Path]]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def cluster(cluster_directory) -> Iterator[Cluster]:
     with Cluster.started(cluster_directory(), Layout(nodes=4)) as started:
         yield started

@@ -20,10 +20,11 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
+
+from poolweb_slurm import gate_script
 
 from tests.slurm.config import gate_conf, gres_conf, slurm_conf
 
@@ -124,8 +125,7 @@ class Cluster:
         self.slurm_conf.write_text(slurm_conf(self.directory, self.layout, controller_port, node_ports))
         (self.directory / "etc" / "gres.conf").write_text(gres_conf(self.directory, self.layout))
         (self.directory / "etc" / "poolweb_gate.conf").write_text(gate_conf(self.layout))
-        plugin = resources.files("poolweb_slurm").joinpath("job_submit.lua").read_text(encoding="utf-8")
-        (self.directory / "etc" / "job_submit.lua").write_text(plugin)
+        shutil.copyfile(gate_script(), self.directory / "etc" / "job_submit.lua")
         key = self.directory / "munge" / "munge.key"
         key.write_bytes(secrets.token_bytes(1024))
         key.chmod(0o600)
@@ -171,7 +171,7 @@ class Cluster:
                                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                                    start_new_session=True))
 
-    def wait_for(self, condition, what: str, seconds: float = START_SECONDS) -> None:
+    def wait_for(self, condition: Callable[[], object], what: str, seconds: float = START_SECONDS) -> None:
         deadline = time.monotonic() + seconds
         while not condition():
             if time.monotonic() > deadline:

@@ -15,49 +15,64 @@ SCHEDULER = ("default_queue_depth=20000,sched_interval=2,sched_min_interval=5000
              "bf_interval=2,bf_continue,bf_max_job_test=20000")
 
 
+# What every throwaway cluster shares, beside its paths, ports, nodes and partitions.
+SETTINGS = (
+    "ClusterName=poolweb-test",
+    "AuthType=auth/munge",
+    "CredType=cred/munge",
+    "SlurmUser=root",
+    "SlurmdUser=root",
+    "LogTimeFormat=iso8601_ms",
+    "ReturnToService=2",
+    "SelectType=select/cons_tres",
+    "SelectTypeParameters=CR_Core",
+    "GresTypes=gpu",
+    "SlurmdParameters=config_overrides",  # a 2-core machine declares 64 CPUs and 8 GPUs a node
+    "ProctrackType=proctrack/linuxproc",
+    "TaskPlugin=task/none",
+    "JobAcctGatherType=jobacct_gather/none",
+    "AccountingStorageType=accounting_storage/none",  # AccountingStorageTRES needs slurmdbd: left out
+    "JobCompType=jobcomp/none",
+    "MpiDefault=none",
+    "JobRequeue=1",
+    "KillWait=5",
+    "MinJobAge=300",
+    f"SchedulerParameters={SCHEDULER}",
+    "JobSubmitPlugins=lua",
+)
+
+
 def slurm_conf(directory: Path, layout: Layout, controller_port: int, node_ports: list[int]) -> str:
-    # SlurmctldHost must be this machine's name, or slurmctld refuses to be the controller.
-    lines = [
-        "ClusterName=poolweb-test",
-        f"SlurmctldHost={socket.gethostname()}(127.0.0.1)",
-        f"SlurmctldPort={controller_port}",
-        "AuthType=auth/munge",
-        "CredType=cred/munge",
-        f"AuthInfo=socket={directory / 'munge' / 'munge.socket'}",
-        "SlurmUser=root",
-        "SlurmdUser=root",
-        f"StateSaveLocation={directory / 'state'}",
-        f"SlurmdSpoolDir={directory / 'spool' / '%n'}",
-        f"SlurmctldPidFile={directory / 'run' / 'slurmctld.pid'}",
-        f"SlurmdPidFile={directory / 'run' / 'slurmd-%n.pid'}",
-        f"SlurmctldLogFile={directory / 'log' / 'slurmctld.log'}",
-        f"SlurmdLogFile={directory / 'log' / 'slurmd-%n.log'}",
-        "LogTimeFormat=iso8601_ms",
-        "ReturnToService=2",
-        "SelectType=select/cons_tres",
-        "SelectTypeParameters=CR_Core",
-        "GresTypes=gpu",
-        "SlurmdParameters=config_overrides",  # a 2-core machine declares 64 CPUs and 8 GPUs a node
-        "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
-        "JobAcctGatherType=jobacct_gather/none",
-        "AccountingStorageType=accounting_storage/none",  # AccountingStorageTRES needs slurmdbd: left out
-        "JobCompType=jobcomp/none",
-        "MpiDefault=none",
-        "JobRequeue=1",
-        "KillWait=5",
-        "MinJobAge=300",
-        f"SchedulerParameters={SCHEDULER}",
-        "JobSubmitPlugins=lua",
-    ]
-    for name, port in zip(layout.node_names(), node_ports, strict=True):
-        lines.append(f"NodeName={name} NodeHostname={name} NodeAddr=127.0.0.1 Port={port} CPUs={layout.cpus} "
-                     f"RealMemory={layout.memory_mb} Gres=gpu:{layout.gpus} State=UNKNOWN")
-    for partition in layout.all_partitions():
-        nodes = ",".join(layout.node_names()[number - 1] for number in partition.nodes)
-        lines.append(f"PartitionName={partition.name} Nodes={nodes} Default={'YES' if partition.default else 'NO'} "
-                     "MaxTime=INFINITE State=UP")
-    return "\n".join(lines) + "\n"
+    # SlurmctldHost must be this machine's short name, or slurmctld refuses to be the controller.
+    controller = [f"SlurmctldHost={socket.gethostname().split('.')[0]}(127.0.0.1)",
+                  f"SlurmctldPort={controller_port}"]
+    return "\n".join([*controller, *paths(directory), *SETTINGS, *nodes(layout, node_ports),
+                      *partitions(layout)]) + "\n"
+
+
+def paths(directory: Path) -> list[str]:
+    """Every file and folder of the cluster under ``directory``; ``%n`` is the node's name."""
+    return [f"AuthInfo=socket={directory / 'munge' / 'munge.socket'}",
+            f"StateSaveLocation={directory / 'state'}",
+            f"SlurmdSpoolDir={directory / 'spool' / '%n'}",
+            f"SlurmctldPidFile={directory / 'run' / 'slurmctld.pid'}",
+            f"SlurmdPidFile={directory / 'run' / 'slurmd-%n.pid'}",
+            f"SlurmctldLogFile={directory / 'log' / 'slurmctld.log'}",
+            f"SlurmdLogFile={directory / 'log' / 'slurmd-%n.log'}"]
+
+
+def nodes(layout: Layout, ports: list[int]) -> list[str]:
+    """One line per node, each on 127.0.0.1 with a port of its own."""
+    return [f"NodeName={name} NodeHostname={name} NodeAddr=127.0.0.1 Port={port} CPUs={layout.cpus} "
+            f"RealMemory={layout.memory_mb} Gres=gpu:{layout.gpus} State=UNKNOWN"
+            for name, port in zip(layout.node_names(), ports, strict=True)]
+
+
+def partitions(layout: Layout) -> list[str]:
+    names = layout.node_names()
+    return [f"PartitionName={partition.name} Nodes={','.join(names[number - 1] for number in partition.nodes)} "
+            f"Default={'YES' if partition.default else 'NO'} MaxTime=INFINITE State=UP"
+            for partition in layout.all_partitions()]
 
 
 def gres_conf(directory: Path, layout: Layout) -> str:

@@ -50,10 +50,16 @@ def test_a_job_naming_no_partition_passes_the_gate_of_the_default_partition(clus
     cluster.run("scancel", job_id)
 
 
-def test_a_job_asking_for_two_gated_partitions_waits_for_poolweb_to_choose(cluster):
+def test_a_job_asking_for_two_gated_partitions_waits_for_poolweb_to_choose_one(cluster):
     job_id = cluster.submit("-p", "bare-metal,h100", "--wrap", "true")
     assert queue_line(cluster, job_id) == held(job_id)
-    cluster.run("scancel", job_id)
+
+    # What the bridge does on a grant: point the job at the granted pool's partition, release it.
+    cluster.run("scontrol", "update", f"job={job_id}", "partition=h100")
+    assert queue_line(cluster, job_id) == held(job_id)
+    cluster.run("scontrol", "release", job_id)
+    job = cluster.wait_for_job(job_id, {"COMPLETED"})
+    assert job["Partition"] == "h100" and job["NodeList"] in {"gpu003", "gpu004"}
 
 
 @pytest.mark.parametrize("partitions, gated, others", [("h100,open", "h100", "open"),

@@ -24,7 +24,7 @@ No network and no file I/O per job: slurmctld calls these functions under its lo
 ]]
 
 local HELD_COMMENT = "poolweb: waiting for the bridge to register this job"
-local BRIDGE_UID = 0  -- the bridge runs as root, like slurmctld's other operators' tools
+local BRIDGE_UID = 0  -- the bridge runs as root on the controller (another account: with the bridge)
 
 local function gate_config_path()
     local named = os.getenv("POOLWEB_GATE_CONF")

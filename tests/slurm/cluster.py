@@ -30,14 +30,16 @@ from tests.slurm.config import gate_conf, gres_conf, slurm_conf
 
 TAG = "POOLWEB_SLURM_CLUSTER"
 SBIN = Path("/usr/sbin")
-DAEMONS = ("slurmctld", "slurmd", "slurmstepd")
+DAEMONS = ("slurmctld", "slurmd")  # started here through links of these names
+# slurmd starts /usr/sbin/slurmstepd itself (the path is compiled in): Debian's link of that name.
+PROGRAMS = (*DAEMONS, "slurmstepd", "munged")
 COMMANDS = ("sbatch", "squeue", "scontrol", "sinfo", "scancel")
 START_SECONDS = 30
 
 
 def missing_binaries() -> list[str]:
     """The Slurm and MUNGE programs this machine lacks (empty when a cluster can start)."""
-    wanted = [str(SBIN / name) for name in (*DAEMONS, "munged")]
+    wanted = [str(SBIN / name) for name in PROGRAMS]
     return [path for path in wanted if not os.access(path, os.X_OK)] + \
         [name for name in COMMANDS if shutil.which(name) is None]
 

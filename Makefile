@@ -13,13 +13,14 @@ BENCHES := engine runtime events front_door console config_pages
 
 .PHONY: run test bench bench-smoke clean
 
-# The server, its test tools, and the client (poolctl, in client/: its own distribution).
-$(STAMP): pyproject.toml client/pyproject.toml
+# The server, its test tools, the client (poolctl, in client/) and the Slurm gate (poolweb-slurm,
+# in bridge/): each its own distribution.
+$(STAMP): pyproject.toml client/pyproject.toml bridge/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "No Python 3.11, 3.12 or 3.13 found on the PATH ($(SUPPORTED))." \
 		"Install one, or name it: make run PYTHON=/path/to/python3.12" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]' -e './client[yaml]'
+	$(PY) -m pip install --quiet -e '.[dev]' -e './client[yaml]' -e ./bridge
 	touch $(STAMP)
 
 ## make run: install, migrate, create the admin and the demo once, serve on PORT (default 8000)

@@ -1,0 +1,16 @@
+"""Poolweb in front of Slurm (docs/slurm.md). For now the gate: ``job_submit.lua``, the script
+Slurm's job_submit/lua plugin runs, shipped inside this package so a pip install carries it to
+the controller::
+
+    cp "$(python -m poolweb_slurm gate-script)" /etc/slurm/job_submit.lua
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+
+def gate_script() -> Path:
+    """Where the installed ``job_submit.lua`` is."""
+    return Path(str(resources.files(__name__).joinpath("job_submit.lua")))

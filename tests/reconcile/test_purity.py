@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.imports import imported_roots
+
 ENGINE = Path(__file__).resolve().parents[2] / "reconcile"
 MODULES = sorted(ENGINE.rglob("*.py"))
 FORBIDDEN_ROOTS = {"django", "poolweb"}
@@ -20,17 +22,6 @@ FORBIDDEN_CALLS = {
     "open": "I/O", "print": "I/O", "input": "I/O", "os.environ": "the environment", "os.getenv": "the environment",
 }
 FORBIDDEN_MODULES = {"socket": "I/O", "subprocess": "I/O", "urllib": "I/O", "http": "I/O", "logging": "I/O"}
-
-
-def imported_roots(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, top-level module) of every absolute import; relative imports stay in the package."""
-    roots = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            roots.append((node.lineno, node.module.split(".")[0]))
-    return roots
 
 
 def dotted(node: ast.AST) -> str | None:

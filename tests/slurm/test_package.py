@@ -3,39 +3,28 @@ Django or the server, and it carries the gate's script."""
 
 from __future__ import annotations
 
-import ast
-import sys
 from pathlib import Path
 
 import pytest
 
 from poolweb_slurm import gate_script
+from tests.imports import third_party_imports
 
 BRIDGE = Path(__file__).resolve().parents[2] / "bridge" / "poolweb_slurm"
 MODULES = sorted(BRIDGE.glob("*.py"))
 ALLOWED = {"poolweb_slurm", "poolctl"}  # itself, and the client library the bridge may build on
 
 
-def third_party_imports(path: Path) -> list[str]:
-    roots = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            roots += [alias.name.split(".")[0] for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            roots.append(node.module.split(".")[0])
-    return [root for root in roots if root not in sys.stdlib_module_names and root not in ALLOWED]
-
-
 @pytest.mark.parametrize("path", MODULES, ids=lambda path: path.name)
 def test_the_bridge_module_imports_no_django(path):
-    assert third_party_imports(path) == []
+    assert third_party_imports(path, ALLOWED) == []
 
 
 def test_the_check_sees_the_modules_and_would_catch_django(tmp_path):
     assert BRIDGE / "__init__.py" in MODULES
     bad = tmp_path / "bad.py"
     bad.write_text("from django.conf import settings\nimport poolweb.models\n")
-    assert third_party_imports(bad) == ["django", "poolweb"]
+    assert third_party_imports(bad, ALLOWED) == ["django", "poolweb"]
 
 
 def test_the_package_names_its_gate_script():

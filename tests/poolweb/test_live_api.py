@@ -364,3 +364,9 @@ def test_live_reads_take_the_same_few_queries_however_many_requests_there_are(
         fixed(bob, "dev/half")
     with django_assert_max_num_queries(len(few.captured_queries)):
         assert client.get(path).status_code == 200
+
+
+def test_every_signed_in_user_reads_every_policy_not_only_their_teams(provisioned, bob, carol):
+    # decision 118: shares and usage are not secret; the console's /policies/ shows the same list
+    for user in (bob, carol):
+        assert [p["name"] for p in client_for(user).get("/api/v1/policies").json()] == ["dev", "research"]

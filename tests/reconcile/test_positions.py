@@ -1,0 +1,95 @@
+"""Positions keep their promise (R-32, issue 20 item 2, decision 120): on random configurations, the
+positions of a snapshot are the order in which the next pass serves its requests, whether
+management is on or off when they are given.
+
+Seeded random, not Hypothesis: 200 worlds of a few pools, policies and profiles, each built from
+its own seed, so a failure names the seed that rebuilds it (``world(seed)``).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from reconcile import Snapshot, State, plan
+from reconcile.transition import carry_out
+from tests.reconcile.builders import config, policy, pool, profile, req, snapshot
+
+SEEDS = range(200)
+POOLS = ("h100", "a100", "mig")
+POLICIES = ("research", "dev", "ops")
+PROFILES = ("train", "infer", "notebook")
+
+
+def world(seed: int) -> Snapshot:
+    """Pools of 2 to 6 gpu with an execution order, policies of priority 0 or 10 reserving some gpu
+    on a pool or across all, profiles connected to 1 to 3 pools; some requests running, more waiting."""
+    rnd = random.Random(seed)
+    pools = rnd.sample(POOLS, rnd.randint(1, 3))
+    policies = rnd.sample(POLICIES, rnd.randint(1, 3))
+    profiles = rnd.sample(PROFILES, rnd.randint(1, 3))
+    items = [pool(name, tuple(rnd.sample(profiles, len(profiles))), gpu=rnd.randint(2, 6)) for name in pools]
+    for name in policies:
+        quotas = [f"{rnd.choice([*pools, ''])}:gpu {rnd.randint(0, 3)}/" for _ in range(rnd.randint(0, 2))]
+        items.append(policy(name, *quotas, priority=rnd.choice((0, 0, 10))))
+    queues = []
+    for name in profiles:
+        connected = tuple(rnd.sample(pools, rnd.randint(1, len(pools))))
+        served = tuple(rnd.sample(policies, rnd.randint(1, len(policies))))
+        items.append(profile(name, connected, served, dynamic=True))
+        queues += [(team, name, connected) for team in served]
+    requests = []
+    for i in range(1, rnd.randint(4, 14) + 1):
+        team, name, connected = rnd.choice(queues)
+        running = rnd.random() < 0.25
+        requests.append(req(i, team, name, gpu=rnd.choice((1, 1, 2)), preemptible=rnd.random() < 0.8,
+                            at_s=rnd.choice((i, 1)),  # ties in submission time, broken by id
+                            state=State.ALLOCATED if running else State.PENDING,
+                            pool=rnd.choice(connected) if running else None))
+    return snapshot(config(*items), *fit_on_their_pools(requests, items))
+
+
+def fit_on_their_pools(requests: list, items: list) -> list:
+    """The running requests that fit their pool's capacity; the others wait instead."""
+    room = {item.name: item.capacity["gpu"] for item in items if hasattr(item, "execution_order")}
+    kept = []
+    for request in requests:
+        if request.state is State.ALLOCATED:
+            if request.resources["gpu"] > room[request.pool]:
+                request = replace(request, state=State.PENDING, pool=None, allocated_at=None, lease_expires_at=None)
+            else:
+                room[request.pool] -= request.resources["gpu"]
+        kept.append(request)
+    return kept
+
+
+def positions(state: Snapshot) -> dict[int, int]:
+    return {request_id: waiting.position for request_id, waiting in plan(state).waiting.items()}
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_with_management_off_positions_are_the_order_the_next_pass_grants(seed):
+    state = world(seed)
+    placed = positions(replace(state, management_enabled=False))
+    granted = [grant.request_id for grant in plan(state).grants]
+
+    assert sorted(placed.values()) == list(range(1, len(placed) + 1))
+    # Every grant of the next pass, in order, holds the first positions ...
+    assert [placed[request_id] for request_id in granted] == list(range(1, len(granted) + 1))
+    # ... so among requests of one size, grants follow positions: none is overtaken by a later one.
+    size = {r.id: r.resources for r in state.requests}
+    order = {request_id: n for n, request_id in enumerate(granted)}
+    for first in placed:
+        for later in placed:
+            if size[first] == size[later] and placed[first] < placed[later] and later in order:
+                assert first in order and order[first] < order[later], (seed, first, later)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_once_nothing_more_fits_management_on_or_off_places_the_waiting_alike(seed):
+    state = world(seed)
+    after = carry_out(state, plan(state))  # the pass's grants done: what waits still does not fit
+
+    assert positions(after) == positions(replace(after, management_enabled=False))

@@ -62,8 +62,8 @@ class RequestSerializer(serializers.ModelSerializer):
         model = RequestRow
         fields = ["id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
-                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "grace_ends_at",
-                  "warnings"]
+                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "held_pool",
+                  "grace_ends_at", "warnings"]
         read_only_fields = fields
 
     def get_position(self, row: RequestRow) -> int | None:

@@ -21,15 +21,15 @@ from reconcile import State, format_quantity
 
 REQUEST_FIELDS = ("id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
-                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "grace_ends_at",
-                  "warnings")
+                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "held_pool",
+                  "grace_ends_at", "warnings")
 # The columns ``request_data`` reads: a preempting request's grace ends ``EVICTION_GRACE_SECONDS``
 # after ``preempted_at``, so that is stored and ``grace_ends_at`` is not; ``warnings`` are
 # worked out of ``preemptible`` and ``max_retries``.
 REQUEST_COLUMNS = (*(name for name in REQUEST_FIELDS if name not in ("grace_ends_at", "warnings")), "preempted_at")
 # What anyone signed in sees of a request that is neither theirs nor their team's (docs/api.md §4,
 # privacy): where it stands and what it takes, not who asked, what for, or the numbers behind it.
-PUBLIC_REQUEST_FIELDS = ("id", "state", "position", "policy", "profile", "resources", "pool",
+PUBLIC_REQUEST_FIELDS = ("id", "state", "position", "held_pool", "policy", "profile", "resources", "pool",
                          "submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at")
 
 
@@ -85,7 +85,9 @@ def request_data(row: Any) -> dict:
         "preempted_by": row.preempted_by, "labels": {key: str(value) for key, value in row.labels.items()},
         "submitted_at": moment(row.submitted_at), "allocated_at": moment(row.allocated_at),
         "finished_at": moment(row.finished_at), "lease_expires_at": moment(row.lease_expires_at),
-        "lease_seconds": row.lease_seconds, "queue_pool": row.queue_pool, "grace_ends_at": moment(grace_end(row)),
+        "lease_seconds": row.lease_seconds, "queue_pool": row.queue_pool,
+        "held_pool": row.held_pool,
+        "grace_ends_at": moment(grace_end(row)),
         "warnings": request_warnings(row.preemptible, row.max_retries),
     }
 

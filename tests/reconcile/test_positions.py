@@ -93,3 +93,17 @@ def test_once_nothing_more_fits_management_on_or_off_places_the_waiting_alike(se
     after = carry_out(state, plan(state))  # the pass's grants done: what waits still does not fit
 
     assert positions(after) == positions(replace(after, management_enabled=False))
+
+
+def test_a_preemptor_waits_where_its_capacity_is_held_not_at_its_preferred_pool():  # R-45, issue 20 item 1
+    # p1 is full of work that cannot be preempted; request 3 preempted request 2 on p2, its later pool.
+    cfg = config(pool("p1", gpu=2), pool("p2", gpu=2), policy("lo"), policy("hi", priority=10),
+                 profile("wide", ("p1", "p2"), ("hi", "lo"), dynamic=True))
+    victim = replace(req(2, "lo", "wide", gpu=2, state=State.ALLOCATED, pool="p2"), state=State.PREEMPTING,
+                     preempted_by=3)
+    state = snapshot(cfg, req(1, "lo", "wide", gpu=2, preemptible=False, state=State.ALLOCATED, pool="p1"), victim,
+                     req(3, "hi", "wide", gpu=2, held="p2"), req(4, "lo", "wide", gpu=1))
+    for enabled in (True, False):
+        waiting = plan(replace(state, management_enabled=enabled)).waiting
+        assert (waiting[3].pool, waiting[3].position) == ("p2", 1)
+        assert (waiting[4].pool, waiting[4].position) == ("p1", 2)

@@ -38,13 +38,13 @@ class RequestWarningSerializer(serializers.Serializer):
 
 
 class WarningsField(serializers.ListField):
-    """What its owner should know before it runs (decision 117); an empty list when nothing."""
+    """What its owner should know while it may still run (decision 117); an empty list when nothing."""
 
     def __init__(self, **kwargs):
         super().__init__(child=RequestWarningSerializer(), source="*", read_only=True, **kwargs)
 
     def to_representation(self, row: RequestRow) -> list[dict[str, str]]:
-        return request_warnings(row.preemptible, row.max_retries)
+        return request_warnings(row.state, row.preemptible, row.max_retries)
 
 
 class RequestSerializer(serializers.ModelSerializer):

@@ -88,7 +88,7 @@ def request_data(row: Any) -> dict:
         "lease_seconds": row.lease_seconds, "queue_pool": row.queue_pool,
         "held_pool": row.held_pool,
         "grace_ends_at": moment(grace_end(row)),
-        "warnings": request_warnings(row.preemptible, row.max_retries),
+        "warnings": request_warnings(row.state, row.preemptible, row.max_retries),
     }
 
 
@@ -99,10 +99,16 @@ PREEMPTIBLE_WITHOUT_RETRIES = {
 }
 
 
-def request_warnings(preemptible: bool, max_retries: int) -> list[dict[str, str]]:
-    """What its owner should know before it runs, each ``{code, message}`` (decision 117): a
-    preemptible request with no retries is lost for good at its first preemption."""
-    return [dict(PREEMPTIBLE_WITHOUT_RETRIES)] if preemptible and max_retries == 0 else []
+_MAY_BE_PREEMPTED = frozenset(state.value for state in (State.PENDING, State.ALLOCATED, State.PREEMPTING))
+
+
+def request_warnings(state: str, preemptible: bool, max_retries: int) -> list[dict[str, str]]:
+    """What its owner should know while it may still run, each ``{code, message}`` (decision 117):
+    a preemptible request with no retries is lost for good at its first preemption. A finished
+    request is warned of nothing: its story is its reason."""
+    if state in _MAY_BE_PREEMPTED and preemptible and max_retries == 0:
+        return [dict(PREEMPTIBLE_WITHOUT_RETRIES)]
+    return []
 
 
 def grace_end(row: Any) -> datetime | None:

@@ -518,3 +518,8 @@ def test_an_oversized_body_is_refused_as_json_and_nothing_is_stored(provisioned,
     response = client_for(alice).post(URL, raw, content_type="application/json")
     assert response.status_code == 413 and "detail" in response.json()
     assert not Request.objects.exists()
+
+
+def test_a_rejected_request_is_warned_of_nothing(provisioned, bob):
+    answer = submit(client_for(bob), policy="dev", profile="job", resources={"gpu": 99}).json()
+    assert (answer["state"], answer["warnings"]) == ("rejected", [])

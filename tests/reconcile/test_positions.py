@@ -14,6 +14,9 @@ from dataclasses import replace
 import pytest
 
 from reconcile import Snapshot, State, plan
+from reconcile.ledger import Ledger
+from reconcile.overtaking import ahead_of_it
+from reconcile.quota import TermsCache
 from reconcile.transition import carry_out
 from tests.reconcile.builders import config, policy, pool, profile, req, snapshot
 
@@ -107,3 +110,32 @@ def test_a_preemptor_waits_where_its_capacity_is_held_not_at_its_preferred_pool(
         waiting = plan(replace(state, management_enabled=enabled)).waiting
         assert (waiting[3].pool, waiting[3].position) == ("p2", 1)
         assert (waiting[4].pool, waiting[4].position) == ("p1", 2)
+
+
+# --- who may still go ahead (reconcile/overtaking.py) ------------------------------------------
+
+SHARED = config(pool("p", ("first", "second"), gpu=4),
+                policy("hi", priority=10), policy("own", "p:gpu 2/"), policy("guest"),
+                profile("first", "p", ("guest",), gpu=1), profile("second", "p", ("own", "guest"), gpu=1))
+
+
+def overtakers(policy_name: str, profile_name: str, *running) -> list[tuple[str, str, str]]:
+    return [tuple(o) for o in ahead_of_it(TermsCache(SHARED), Ledger.of_live(running, SHARED), "p", policy_name,
+                                          profile_name, req(9, policy_name, profile_name, gpu=1).resources)]
+
+
+def test_a_borrowing_request_may_be_passed_by_one_in_share_and_by_a_profile_served_first():
+    assert overtakers("guest", "second") == [
+        ("guest", "first", "is served first on pool p (R-32.3)"),
+        ("own", "second", "stays in its share while this one borrows (R-32.2)")]
+
+
+def test_a_request_in_share_goes_before_a_profile_served_first_that_borrows():
+    assert overtakers("own", "second") == []  # decides before
+
+
+def test_once_its_share_is_used_a_policy_passes_by_rank_only():
+    running = [req(i, "own", "second", gpu=1, state=State.ALLOCATED, pool="p") for i in (1, 2)]
+    assert overtakers("guest", "second", *running) == [
+        ("guest", "first", "is served first on pool p (R-32.3)"),
+        ("own", "second", "ranks first on profile second (R-32.4)")]

@@ -13,8 +13,8 @@ request could stay in share where this says it borrows, and the answer errs towa
 ...     pools=(Pool("h100", Vector.of(gpu=8)),),
 ...     profiles=(Profile("job", Vector.of(gpu=1), dynamic=True, pools=("h100",), policies=("research", "dev")),),
 ...     policies=(Policy("research", quotas=(Quota("h100", "gpu", 4000),)), Policy("dev")))
->>> ahead_of_it(TermsCache(config), Ledger(config), "h100", "dev", "job", Vector.of(gpu=1, step_run=1))
-(Overtaker(policy='research', profile='job', why='stays in its share while this one borrows (R-32.2)'),)
+>>> overtaking_text(ahead_of_it(TermsCache(config), Ledger(config), "h100", "dev", "job", Vector.of(gpu=1, step_run=1)))
+'a later request may still go ahead of it: one that stays in its share while this one borrows (research, R-32.2)'
 >>> ahead_of_it(TermsCache(config), Ledger(config), "h100", "research", "job", Vector.of(gpu=1, step_run=1))
 ()
 """
@@ -30,11 +30,11 @@ from .quota import TermsCache
 
 
 class Overtaker(NamedTuple):
-    """A queue whose later requests may go ahead, and the R-32 criterion that puts them there."""
+    """A queue whose later requests may go ahead, and the R-32 criterion (1 to 4) that puts them there."""
 
     policy: str
     profile: str
-    why: str
+    criterion: int
 
 
 def ahead_of_it(terms: TermsCache, ledger: Ledger, pool: str, policy: str, profile: str,
@@ -50,16 +50,39 @@ def ahead_of_it(terms: TermsCache, ledger: Ledger, pool: str, policy: str, profi
         for team in config.profile[other].policies:
             theirs = _key(terms, pool, team, other, ledger.in_share(terms(team, pool), allotment))
             if theirs.standing < mine.standing:
-                found.append(Overtaker(team, other, _why(theirs, mine, pool, other)))
+                found.append(Overtaker(team, other, _criterion(theirs, mine)))
     return tuple(found)
 
 
 def overtaking_text(overtakers: tuple[Overtaker, ...]) -> str:
-    """"a later request of policy research (higher priority) may still go ahead of it", or ""."""
+    """The overtakers as a clause, by criterion: "a later request may still go ahead of it: one of
+    a higher priority (research); one that stays in its share while this one borrows (ops, R-32.2)",
+    or "" when none may."""
     if not overtakers:
         return ""
-    named = dict.fromkeys(f"{o.policy}/{o.profile}, which {o.why}" for o in overtakers)
-    return "a later request may still go ahead of it: of " + "; of ".join(named)
+    parts = []
+    for criterion, words in _WORDS.items():
+        names = dict.fromkeys(_name(o) for o in overtakers if o.criterion == criterion)
+        if names:
+            parts.append(words.format(", ".join(names)))
+    return "a later request may still go ahead of it: " + "; ".join(parts)
+
+
+_WORDS = {
+    1: "one of a higher priority ({}, R-32.1)",
+    2: "one that stays in its share while this one borrows ({}, R-32.2)",
+    3: "one of a profile served first on this pool ({}, R-32.3)",
+    4: "one of a policy ranked first on its profile ({}, R-32.4)",
+}
+
+
+def _name(overtaker: Overtaker) -> str:
+    """What tells the overtakers of a criterion apart: the policy, the profile, or both."""
+    if overtaker.criterion == 3:
+        return overtaker.profile
+    if overtaker.criterion == 4:
+        return f"{overtaker.policy}/{overtaker.profile}"
+    return overtaker.policy
 
 
 def _key(terms: TermsCache, pool: str, policy: str, profile: str, in_share: bool) -> ServiceKey:
@@ -69,12 +92,10 @@ def _key(terms: TermsCache, pool: str, policy: str, profile: str, in_share: bool
                        config.policy_rank[(profile, policy)], 0, 0)
 
 
-def _why(theirs: ServiceKey, mine: ServiceKey, pool: str, profile: str) -> str:
+def _criterion(theirs: ServiceKey, mine: ServiceKey) -> int:
     """The first R-32 criterion on which ``theirs`` wins."""
     if theirs.negated_priority != mine.negated_priority:
-        return "has a higher priority (R-32.1)"
+        return 1
     if theirs.borrows != mine.borrows:
-        return "stays in its share while this one borrows (R-32.2)"
-    if theirs.execution_index != mine.execution_index:
-        return f"is served first on pool {pool} (R-32.3)"
-    return f"ranks first on profile {profile} (R-32.4)"
+        return 2
+    return 3 if theirs.execution_index != mine.execution_index else 4

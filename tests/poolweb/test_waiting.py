@@ -126,7 +126,7 @@ def test_a_request_first_in_line_is_told_who_may_still_go_ahead(alice, bob):
     view = why_view(why_waits(RequestRow.objects.get(pk=waiting.pk)), audience_of(bob), "bob")
     assert view.ahead == 0
     assert view.overtaken.startswith("a later request may still go ahead of it: ")
-    assert "of research/4xgpu, which has a higher priority (R-32.1)" in view.overtaken
+    assert "one of a higher priority (research, R-32.1)" in view.overtaken
     html = page_as(bob).get(f"/queues/h100/why/{waiting.id}/").content.decode()
     assert "nothing now, but a later request may still go ahead" in html and "it is next" not in html
 

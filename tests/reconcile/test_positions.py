@@ -15,7 +15,7 @@ import pytest
 
 from reconcile import Snapshot, State, plan
 from reconcile.ledger import Ledger
-from reconcile.overtaking import ahead_of_it
+from reconcile.overtaking import ahead_of_it, overtaking_text
 from reconcile.quota import TermsCache
 from reconcile.transition import carry_out
 from tests.reconcile.builders import config, policy, pool, profile, req, snapshot
@@ -119,15 +119,14 @@ SHARED = config(pool("p", ("first", "second"), gpu=4),
                 profile("first", "p", ("guest",), gpu=1), profile("second", "p", ("own", "guest"), gpu=1))
 
 
-def overtakers(policy_name: str, profile_name: str, *running) -> list[tuple[str, str, str]]:
+def overtakers(policy_name: str, profile_name: str, *running) -> list[tuple[str, str, int]]:
     return [tuple(o) for o in ahead_of_it(TermsCache(SHARED), Ledger.of_live(running, SHARED), "p", policy_name,
                                           profile_name, req(9, policy_name, profile_name, gpu=1).resources)]
 
 
 def test_a_borrowing_request_may_be_passed_by_one_in_share_and_by_a_profile_served_first():
     assert overtakers("guest", "second") == [
-        ("guest", "first", "is served first on pool p (R-32.3)"),
-        ("own", "second", "stays in its share while this one borrows (R-32.2)")]
+        ("guest", "first", 3), ("own", "second", 2)]
 
 
 def test_a_request_in_share_goes_before_a_profile_served_first_that_borrows():
@@ -137,5 +136,11 @@ def test_a_request_in_share_goes_before_a_profile_served_first_that_borrows():
 def test_once_its_share_is_used_a_policy_passes_by_rank_only():
     running = [req(i, "own", "second", gpu=1, state=State.ALLOCATED, pool="p") for i in (1, 2)]
     assert overtakers("guest", "second", *running) == [
-        ("guest", "first", "is served first on pool p (R-32.3)"),
-        ("own", "second", "ranks first on profile second (R-32.4)")]
+        ("guest", "first", 3), ("own", "second", 4)]
+
+
+def test_the_sentence_names_each_criterion_once_with_its_queues():
+    assert overtaking_text(ahead_of_it(TermsCache(SHARED), Ledger(SHARED), "p", "guest", "second",
+                                       req(9, "guest", "second", gpu=1).resources)) == (
+        "a later request may still go ahead of it: one that stays in its share while this one borrows "
+        "(own, R-32.2); one of a profile served first on this pool (first, R-32.3)")

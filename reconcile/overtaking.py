@@ -6,8 +6,9 @@ a policy of higher priority, one that stays in share while it borrows (R-32.2), 
 first there, or a policy ranked first on its profile. Only an equal standing keeps arrival order.
 
 Each queue (policy, profile) that the pool serves is judged with a request of its profile's
-allotment, in share or not by its policy's usage now (the ledger): so a dynamic profile's smaller
-request could stay in share where this says it borrows, and the answer errs towards "may".
+allotment, in share or not by its policy's usage now (the ledger). A dynamic profile's request
+smaller than its allotment may stay in share where the allotment would borrow: that case is not
+named. Requests waiting now are the position's business, not this module's.
 
 >>> config = Config(
 ...     pools=(Pool("h100", Vector.of(gpu=8)),),

@@ -1,4 +1,4 @@
-"""Why each pending request waits, with the numbers, and its place in its pool's queue (§9).
+"""Why each pending request waits, with the numbers, and its place in the order the next pass serves (§9).
 
 Each group is judged once per eligible pool; within a pool the condition others finishing
 cannot cure is shown (own limit before capacity). Across pools the request waits for the

@@ -1,4 +1,4 @@
-"""Why each pending request waits, with the numbers, and its place in its pool's queue (§9).
+"""Why each pending request waits, with the numbers, and its place in the order the next pass serves (§9).
 
 Each group is judged once per eligible pool; within a pool the condition others finishing
 cannot cure is shown (own limit before capacity). Across pools the request waits for the
@@ -49,10 +49,11 @@ class FirstWaiter(NamedTuple):
 
 
 def explain_waiting(
-    ordered: Sequence[QueueGroup], queues: Mapping[str, Sequence[Run]], ledger: Ledger,
+    ordered: Sequence[QueueGroup], runs: Sequence[Run], ledger: Ledger,
     victims_of: Mapping[int, list[int]], enabled: bool,
 ) -> dict[int, Waiting]:
-    """Waiting (reason, message, position, queue pool) for every request in the pools' queues."""
+    """Waiting (reason, message, position, queue pool) for every waiting request; ``runs`` give the
+    order a pass serves them (groups.serving_order), which numbers the positions."""
     by_pool: dict[int, list[PoolReason]] = {}
     first_waiter: dict[str, FirstWaiter] = {}  # pool → the first request short of room there
     if enabled:
@@ -66,23 +67,25 @@ def explain_waiting(
     judged = {id(group): _overall(_behind_higher_priority(group, by_pool[id(group)], first_waiter))
               if enabled else (Reason.MANAGEMENT_DISABLED, DISABLED) for group in ordered}
     waiting: dict[int, Waiting] = {}
-    for queue, runs in queues.items():
-        place = 0
-        for group, members in runs:
-            reason, message = judged[id(group)]
-            if enabled and (group.holder is not None or group.preempted) \
-                    and not ledger.holds.keys().isdisjoint(map(_ID, members)):
-                for place, request in enumerate(members, place + 1):
-                    if request.id in ledger.holds:
-                        waiting[request.id] = Waiting(*_preemptor_reason(request.id, group, by_pool[id(group)],
-                                                                         ledger, victims_of), place, queue)
-                    else:
-                        waiting[request.id] = Waiting(reason, message, place, queue)
-            else:
-                # One entry per pending request, 10^5 of them: built without a Python-level call each.
-                waiting.update(zip(map(_ID, members), map(_WAITING, zip(
-                    repeat(reason), repeat(message), count(place + 1), repeat(queue)))))
-                place += len(members)
+    place = 0
+    for group, members in runs:
+        reason, message = judged[id(group)]
+        queue = group.pools[0]
+        if (group.holder is not None or group.preempted) and not ledger.holds.keys().isdisjoint(map(_ID, members)):
+            for place, request in enumerate(members, place + 1):
+                hold = ledger.holds.get(request.id)
+                if hold is None:
+                    waiting[request.id] = Waiting(reason, message, place, queue)
+                elif enabled:  # R-45: it waits where its capacity is held, and is counted there
+                    waiting[request.id] = Waiting(*_preemptor_reason(request.id, group, by_pool[id(group)],
+                                                                     ledger, victims_of), place, hold.pool)
+                else:
+                    waiting[request.id] = Waiting(reason, message, place, hold.pool)
+        else:
+            # One entry per pending request, 10^5 of them: built without a Python-level call each.
+            waiting.update(zip(map(_ID, members), map(_WAITING, zip(
+                repeat(reason), repeat(message), count(place + 1), repeat(queue)))))
+            place += len(members)
     return waiting
 
 

@@ -8,7 +8,6 @@ members oldest first, so a queue of 10,000 identical jobs costs one fit check pe
 
 from __future__ import annotations
 
-from collections import defaultdict
 from itertools import groupby
 from operator import attrgetter, itemgetter
 
@@ -74,28 +73,23 @@ def service_order(groups: list[QueueGroup], ledger: Ledger) -> list[QueueGroup]:
     return ordered
 
 
-def pool_queues(ordered: list[QueueGroup]) -> dict[str, list[Run]]:
-    """Each pool's queue in R-32 order — the requests whose most preferred eligible pool it is.
+def serving_order(ordered: list[QueueGroup]) -> list[Run]:
+    """Every waiting request in the order a pass serves them (R-32): one order over all pools, as
+    one pass serves every pool from one heap.
 
-    On one pool, the execution place names the profile and the rank the policy, so keys tie up
-    to the submission time only within one queue (groups of other shapes): only those groups have
-    their members merged, in runs of consecutive members of one group."""
-    by_pool: defaultdict[str, list[QueueGroup]] = defaultdict(list)
-    for group in ordered:
-        by_pool[group.pools[0]].append(group)
-    queues: dict[str, list[Run]] = {}
-    for pool, groups in by_pool.items():
-        runs: list[Run] = []
-        queues[pool] = runs
-        for _, tied in groupby(groups, key=_standing):
-            block = list(tied)
-            if len(block) == 1:
-                runs.append((block[0], block[0].waiting))
-                continue
-            merged = sorted((m.submitted_at, m.id, i, m) for i, group in enumerate(block) for m in group.waiting)
-            for i, members in groupby(merged, key=itemgetter(2)):
-                runs.append((block[i], [entry[3] for entry in members]))
-    return queues
+    Keys tie up to the submission time only between groups of one standing (criteria 1 to 4: one
+    queue, other shapes, or queues that tie on another pool): only those groups have their members
+    merged, in runs of consecutive members of one group, as the heap would pop them."""
+    runs: list[Run] = []
+    for _, tied in groupby(ordered, key=_standing):
+        block = list(tied)
+        if len(block) == 1:
+            runs.append((block[0], block[0].waiting))
+            continue
+        merged = sorted((m.submitted_at, m.id, i, m) for i, group in enumerate(block) for m in group.waiting)
+        for i, members in groupby(merged, key=itemgetter(2)):
+            runs.append((block[i], [entry[3] for entry in members]))
+    return runs
 
 
 def _standing(group: QueueGroup) -> tuple[int, bool, int, int]:

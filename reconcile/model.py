@@ -132,14 +132,19 @@ class Config:
         return {p.name: unmetered_keys(p.capacity) for p in self.pools}
 
     @cached_property
-    def execution_index(self) -> dict[tuple[str, str], int]:
-        """(pool, profile) → place in the pool's execution order (R-32.3), 0 = served first."""
-        connected: dict[str, list[str]] = {p.name: [] for p in self.pools}
+    def profiles_on(self) -> dict[str, tuple[str, ...]]:
+        """Pool → the profiles connected to it, in configuration order: whose requests it may serve."""
+        found: dict[str, list[str]] = {p.name: [] for p in self.pools}
         for profile in self.profiles:
             for pool in profile.pools:
-                connected.setdefault(pool, []).append(profile.name)
+                found.setdefault(pool, []).append(profile.name)
+        return {pool: tuple(names) for pool, names in found.items()}
+
+    @cached_property
+    def execution_index(self) -> dict[tuple[str, str], int]:
+        """(pool, profile) → place in the pool's execution order (R-32.3), 0 = served first."""
         index: dict[tuple[str, str], int] = {}
-        for pool_name, profiles in connected.items():
+        for pool_name, profiles in self.profiles_on.items():
             pool = self.pool.get(pool_name)
             listed = [p for p in (pool.execution_order if pool else ()) if p in profiles]
             rest = sorted(set(profiles) - set(listed))

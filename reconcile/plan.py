@@ -33,14 +33,15 @@ class Decision:
 
 
 class Waiting(NamedTuple):
-    """Why a pending request is not running (§9) and its 1-based place in its pool's queue.
+    """Why a pending request is not running (§9) and its 1-based place in the order the next pass
+    serves the waiting requests of every pool (R-32, decision 120).
 
     A named tuple, not a dataclass: a pass makes one per pending request, 10^5 of them."""
 
     reason: Reason
     message: str
     position: int
-    pool: str  # the queue it is counted in: its most preferred eligible pool
+    pool: str  # where it waits: the pool where capacity is held for it (R-45), else its most preferred eligible pool
 
 
 @dataclass(frozen=True)

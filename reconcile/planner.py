@@ -7,7 +7,7 @@ The phases, each deciding on the working copy the previous one left:
 3. grants: the best request that fits anywhere is granted on its first fitting pool, again and
    again, re-judging after every grant (R-31, R-32, R-33);
 4. preemption: each request still waiting looks for victims, in service order (R-40…R-45);
-5. reasons and positions for everything still pending (§9).
+5. reasons and positions for everything still pending (§9): the order the next pass serves them.
 
 >>> config = Config(
 ...     pools=(Pool("dc", Vector.of(gpu=8)),),
@@ -23,16 +23,17 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from operator import attrgetter
 
 from . import lifecycle
 from .borrowing import Allocation
 from .explain import explain_waiting
-from .groups import QueueGroup, by_submission, pool_queues, service_order
+from .groups import QueueGroup, by_submission, service_order, serving_order
 from .ledger import Ledger
 from .model import LIVE_STATES, PENDING, PREEMPTING, WAITING_FOR_CAPACITY, Request, Snapshot, State
 from .ordering import ServiceKey, service_key
-from .plan import Decision, Plan
+from .plan import Decision, Plan, Waiting
 from .preemption import Preemption
 from .quantity import sum_resources
 from .quota import Ineligible, TermsCache, judge_queue, terms_for
@@ -62,24 +63,43 @@ class _Pass:
         self.victims_of: dict[int, list[int]] = {}  # preemptor → its victims in flight
 
     def run(self) -> Plan:
-        live, pending = self._end_leases_and_graces()
-        self.live = live
-        self.ledger = Ledger.of_live(live, self.config)
-        groups = self._queue(pending)
         enabled = self.snapshot.management_enabled
-        if enabled:  # R-30
-            while self._grant_round(groups):
-                pass
+        groups = self._grant(enabled)
         ordered = service_order(groups, self.ledger)
         preemption = Preemption(self.config, self.terms, self.ledger, self.live, self.victims_of)
         if enabled:
             preemption.run(ordered)
-        waiting = explain_waiting(ordered, pool_queues(ordered), self.ledger, self.victims_of, enabled)
+        waiting = explain_waiting(ordered, serving_order(ordered), self.ledger, self.victims_of, enabled)
+        if not enabled:
+            waiting = self._placed_as_served(waiting)
         return Plan(
             self.now, tuple(self.expiries), tuple(self.evictions), tuple(self.cancellations),
             tuple(self.rejections), tuple(self.grants), tuple(preemption.decisions),
             (*self.released_holds, *preemption.holds), waiting,
         )
+
+    def _grant(self, enabled: bool) -> list[QueueGroup]:
+        """Phases 1 to 3: the groups of the requests still pending, after granting what fits (R-30:
+        nothing while management is off)."""
+        self.live, pending = self._end_leases_and_graces()
+        self.ledger = Ledger.of_live(self.live, self.config)
+        groups = self._queue(pending)
+        if enabled:
+            while self._grant_round(groups):
+                pass
+        return groups
+
+    def _placed_as_served(self, waiting: dict[int, Waiting]) -> dict[int, Waiting]:
+        """While management is off, positions still tell the order the next pass will serve (R-32):
+        a pass run as if it were on, on its own working copy, grants some requests in an order, and
+        the rest follow in R-32 order. Its cost, a second pass, is paid only while management is off."""
+        served = _Pass(replace(self.snapshot, management_enabled=True), self.terms)
+        groups = served._grant(enabled=True)
+        order = [grant.request_id for grant in served.grants]
+        order += [request.id for _, members in serving_order(service_order(groups, served.ledger))
+                  for request in members]
+        return {request_id: waiting[request_id]._replace(position=place)
+                for place, request_id in enumerate(order, 1)}
 
     # --- 1. time ---------------------------------------------------------------------
 

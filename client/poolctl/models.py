@@ -84,6 +84,7 @@ class Request(Result):
     lease_expires_at: datetime | None = None
     lease_seconds: int | None = None
     queue_pool: str | None = None
+    held_pool: str | None = None  # pending only: where capacity is held for it
     grace_ends_at: datetime | None = None  # preempting only: when the server evicts it
     warnings: tuple[RequestWarning, ...] = ()  # a server before issue 20 sends none
 

@@ -2,9 +2,9 @@
 up, by polling with backoff while it is not; and waiting, which follows it until it leaves
 ``pending``.
 
-With the stream up, a ``request.updated`` event carries the new object; a ``pool.updated`` for
-the pool the request queues on means positions moved, so the request is read again (at most once
-a second). The request is also read every ``RECHECK`` seconds whatever the stream says: the
+With the stream up, a ``request.updated`` event carries the new object; a ``pool.updated`` of any
+pool means positions may have moved — a position counts every pool's waiting requests in one
+order (the server's decision 120) — so a pending request is read again (at most once a second). The request is also read every ``RECHECK`` seconds whatever the stream says: the
 stream starts "from now" a moment after the first read, and a change in between would otherwise
 wait for the next event. With the stream down, it is read after each backoff delay (1 s doubling
 to 20 s, jittered, back to 1 s after a change), and the stream is tried again at the same pace.
@@ -75,7 +75,7 @@ class RequestWatch:
             return self._read()
         if event.type == "request.updated" and event.data.get("id") == self.request.id:
             return self._update(Request.from_json(event.data))
-        if event.type == "pool.updated" and event.data.get("name") == self.request.queue_pool \
+        if event.type == "pool.updated" and self.request.state == PENDING \
                 and self.clock() - self.last_read >= POSITION_READS:
             return self._read()
         return None

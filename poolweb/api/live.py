@@ -3,8 +3,9 @@
 
 Any signed-in user may read them; anonymous callers get 401. Quantities are JSON numbers.
 
-A pool's queue is shared: every signed-in user sees every pending entry of it, in order, so
-people can tell how much is ahead of theirs. Each entry is the request object, whole for the
+A pool's queue is shared: every signed-in user sees every pending entry of it — every request the
+pool may serve, wherever it waits (decision 119) — in order, so people can tell how much is ahead
+of theirs. Each entry is the request object, whole for the
 reader's own requests, their teams' (a policy whose group they are in) and for admins; of
 anyone else's only the public fields (docs/api.md §4, ``services.payloads.request_data_for``).
 """
@@ -28,7 +29,9 @@ from poolweb.api.representations import LivePoolSerializer, PolicyStateSerialize
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.live import live_pool_exists, policy_states, pool_queue, pool_running, pool_states
 from poolweb.selectors.requests import audience_of
+from poolweb.selectors.versions import live_config
 from poolweb.services.payloads import PUBLIC_REQUEST_FIELDS, request_data_for
+from reconcile import Config
 from reconcile.document import NAME_PATTERN
 
 
@@ -76,23 +79,27 @@ class PoolListView(CatchUpOnRead, APIView):
 class PoolQueueView(CatchUpOnRead, GenericAPIView):
     serializer_class = QueueEntrySerializer
     queryset = RequestRow.objects.none()  # for the schema; reads go through the selector
-    rows = staticmethod(pool_queue)
+
+    def rows(self, name: str, config: Config):
+        return pool_queue(name, config)
 
     @extend_schema(operation_id="pools_queue_list", parameters=[POOL_NAME], tags=["live"],
                    responses={200: QueueEntrySerializer(many=True), 401: LiveErrorSerializer,
                               404: LiveErrorSerializer})
     def get(self, request: Request, name: str) -> Response:
-        if not live_pool_exists(name):
+        config = live_config()
+        if not live_pool_exists(name, config):
             raise NotFound(f"no pool {echo(name)} in the live configuration")
         audience = audience_of(request.user)
-        page = self.paginate_queryset(self.rows(name))
+        page = self.paginate_queryset(self.rows(name, config))
         return self.get_paginated_response([request_data_for(row, audience) for row in page])
 
 
 class PoolRunningView(PoolQueueView):
     """The pool's live requests, oldest grant first (decision 51), with the queue's privacy."""
 
-    rows = staticmethod(pool_running)
+    def rows(self, name: str, config: Config):
+        return pool_running(name)
 
     @extend_schema(operation_id="pools_running_list", parameters=[POOL_NAME], tags=["live"],
                    responses={200: QueueEntrySerializer(many=True), 401: LiveErrorSerializer,

@@ -10,7 +10,7 @@ from rest_framework import serializers
 
 from poolweb.models import Request as RequestRow
 from poolweb.services.payloads import (grace_end, moment, policy_state_data, pool_state_data, quantities, quantity,
-                                       request_data)
+                                       request_data, request_warnings)
 from reconcile import State
 
 
@@ -32,20 +32,38 @@ class GraceEndField(serializers.Field):
         return moment(grace_end(row))
 
 
+class RequestWarningSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="stable: preemptible_without_retries")
+    message = serializers.CharField()
+
+
+class WarningsField(serializers.ListField):
+    """What its owner should know while it may still run (decision 117); an empty list when nothing."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=RequestWarningSerializer(), source="*", read_only=True, **kwargs)
+
+    def to_representation(self, row: RequestRow) -> list[dict[str, str]]:
+        return request_warnings(row.state, row.preemptible, row.max_retries)
+
+
 class RequestSerializer(serializers.ModelSerializer):
-    """The request object of docs/api.md §3–4, plus ``lease_seconds``, ``queue_pool`` and ``grace_ends_at``."""
+    """The request object of docs/api.md §3–4, plus ``lease_seconds``, ``queue_pool``, ``grace_ends_at``
+    and ``warnings``."""
 
     owner = serializers.CharField(source="owner.username", read_only=True)
     resources = ResourcesField(read_only=True)
     labels = serializers.DictField(child=serializers.CharField(), read_only=True)
     position = serializers.SerializerMethodField()
     grace_ends_at = GraceEndField()
+    warnings = WarningsField()
 
     class Meta:
         model = RequestRow
         fields = ["id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
-                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "grace_ends_at"]
+                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "held_pool",
+                  "grace_ends_at", "warnings"]
         read_only_fields = fields
 
     def get_position(self, row: RequestRow) -> int | None:

@@ -1,7 +1,7 @@
 """The policies page (``/policies/``, docs/console.md): per policy, key and scope, usage against the
 reserved share and the limit as a bar with the reserved mark, the borrowed share, queued and
-running counts, and the policy's running requests. Members see the policies whose group they are
-in, admins every one.
+running counts, and the policy's running requests. Every signed-in user sees every policy, as ``GET /policies`` shows it
+(decision 118); of another team's running requests only what its queue shows (no name, no owner).
 
 The numbers are ``GET /api/v1/policies``'s own: the same selector (``policy_states``) and the same
 payload (``policy_state_data``), shown as that JSON writes them; only the bars' widths are
@@ -116,8 +116,11 @@ class PolicyView:
 
 def policy_views(user, names: list[str] | None = None) -> list[PolicyView]:
     audience = audience_of(user)
-    states = [s for s in policy_states(names) if audience.is_admin or s.name in audience.team_policies]
+    states = policy_states(names)
     running = running_of_policies([s.name for s in states], RUNNING_SHOWN)
+    for shown, _ in running.values():
+        for row in shown:  # decision 15: another team's request shows no name, owner or labels
+            row.hidden = not audience.sees_details(row.owner_id, row.policy)
     capacity = capacities(live_config())
     views = []
     for state in states:
@@ -140,9 +143,9 @@ def policies_page(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def policy_card(request: HttpRequest, name: str) -> HttpResponse:
-    """One policy's card as the page renders it, for the page to swap in; 404 for a policy the
-    user does not see, as for one that does not exist."""
+    """One policy's card as the page renders it, for the page to swap in; 404 for a policy the live
+    configuration does not have."""
     found = policy_views(request.user, [name])
     if not found:
-        raise Http404(f"there is no policy {name[:64]!r} of yours")
+        raise Http404(f"there is no policy {name[:64]!r}")
     return render(request, "console/partials/policy_usage.html", {"policy": found[0]})

@@ -14,6 +14,7 @@ from poolweb.console.queues import PAGE_ROWS, pool_summary, rows, why_view
 from poolweb.selectors.events import newest_seq
 from poolweb.selectors.live import live_pool_exists, pool_queue, pool_running, pool_states
 from poolweb.selectors.requests import audience_of
+from poolweb.selectors.versions import live_config
 from poolweb.selectors.waiting import request_in_pool, why_waits
 
 
@@ -41,6 +42,8 @@ def queue(request: HttpRequest, pool: str) -> HttpResponse:
                    ("pending", f"Pending for {pool}", pending, state.pending)],
         "page": {"seq": seq, "pool": pool, "me": username, "admin": audience.is_admin, "page_rows": PAGE_ROWS,
                  "running": state.running, "pending": state.pending,
+                 # whose pending requests its table lists (decision 119): a live row belongs here by its profile
+                 "profiles": list(live_config().profiles_on.get(pool, ())),
                  "rows": {"running": [r.data for r in running], "pending": [r.data for r in pending]}},
     })
 

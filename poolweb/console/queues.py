@@ -106,6 +106,7 @@ class WhyView:
     victims: tuple[Row, ...]
     preemptor: Row | None
     grace_ends_at: datetime | None
+    overtaken: str  # which later requests may still go ahead of it, as a sentence ("" none)
 
     @property
     def more_ahead(self) -> int:
@@ -126,4 +127,4 @@ def why_view(why: WhyWaits, audience: Audience, username: str) -> WhyView:
         subject, pool_summary(why.pool) if why.pool else None, why.ahead, tuple(map(shown, why.nearest)),
         resources_text(quantities({k: v for k, v in why.demand.items() if k not in UNSHOWN_KEYS})),
         tuple(Holding(shown(h), resources_text(quantities(h.resources))) for h in why.holders),
-        tuple(map(shown, why.victims)), preemptor, grace_end(why.request))
+        tuple(map(shown, why.victims)), preemptor, grace_end(why.request), why.overtaken)

@@ -40,7 +40,7 @@ class PoolState:
     free: Amounts  # per capacity key: what a new request could take, capacity − used − held, never below 0
     overcommitted: Amounts  # per key where used > capacity: used − capacity (R-57)
     held: Amounts  # the demand of preemptors whose victims are leaving, promised to them (R-45)
-    pending: int  # pending requests queued on the pool (their ``queue_pool``)
+    pending: int  # pending requests it may serve: of the profiles connected to it (its queue's rows)
     running: int  # live requests (allocated or preempting) on the pool
 
 
@@ -73,28 +73,35 @@ def is_pool_name(name: str) -> bool:
 
 def pool_states(names: Collection[str] | None = None) -> list[PoolState]:
     """Every pool of the live configuration (or those of ``names``), in configuration order."""
+    config = live_config()
     live_rows = RequestRow.objects.filter(state__in=LIVE_STATES)
     held_rows = RequestRow.objects.filter(state=PENDING, held_pool__isnull=False)
-    pending_rows = RequestRow.objects.filter(state=PENDING, queue_pool__isnull=False)
+    pending_rows = RequestRow.objects.filter(state=PENDING)
     if names is not None:
         live_rows, held_rows = live_rows.filter(pool__in=names), held_rows.filter(held_pool__in=names)
-        pending_rows = pending_rows.filter(queue_pool__in=names)
-    pending = dict(pending_rows.order_by().values("queue_pool").annotate(n=Count("id")).values_list("queue_pool", "n"))
-    return pool_states_of(live_config(), live_rows.values_list("pool", "resources", "preempted_by"),
-                          held_rows.values_list("id", "held_pool", "resources"), pending, names)
+        pending_rows = pending_rows.filter(profile__in={p for name in names for p in config.profiles_on.get(name, ())})
+    by_profile = dict(pending_rows.order_by().values("profile").annotate(n=Count("id")).values_list("profile", "n"))
+    return pool_states_of(config, live_rows.values_list("pool", "resources", "preempted_by"),
+                          held_rows.values_list("id", "held_pool", "resources"), {}, names, by_profile)
 
 
 def pool_states_of(config: Config, live: Iterable[tuple[str | None, Mapping[str, int], int | None]],
                    holders: Iterable[tuple[int, str, Mapping[str, int]]], pending: Mapping[str, int],
-                   names: Collection[str] | None = None) -> list[PoolState]:
+                   names: Collection[str] | None = None,
+                   pending_by_profile: Mapping[str, int] | None = None) -> list[PoolState]:
     """``pool_states`` of values at hand: (pool, resources, preempted_by) of the live requests,
-    (id, held pool, resources) of the preemptors holding room, and the pending count per queue
-    pool; a pass announces what it wrote this way."""
+    (id, held pool, resources) of the preemptors holding room, and the pending count per profile;
+    a pass announces what it wrote this way. A pool's pending count is that of the profiles
+    connected to it (decision 119). Without ``pending_by_profile``, ``pending`` counts per queue
+    pool, as a pass wrote it before decision 119 (to go once the pass gives the counts per profile)."""
     live, holders = list(live), list(holders)
     used = _sum_by_pool((pool, resources) for pool, resources, _ in live)
     running = Counter(pool for pool, _, _ in live)
     held = _sum_by_pool((pool, resources) for _, pool, resources in holders)
     beyond = _sum_by_pool(_held_room(holders, live))
+    if pending_by_profile is not None:
+        pending = {pool: sum(pending_by_profile.get(profile, 0) for profile in profiles)
+                   for pool, profiles in config.profiles_on.items()}
     return [_pool_state(pool.name, pool.description, dict(pool.capacity), used.get(pool.name, {}),
                         held.get(pool.name, {}), beyond.get(pool.name, {}), pending.get(pool.name, 0),
                         running[pool.name])
@@ -138,16 +145,22 @@ def _sum_by_pool(rows: Iterable[tuple[str | None, Mapping[str, int]]]) -> dict[s
     return dict(totals)
 
 
-def live_pool_exists(name: str) -> bool:
-    """Whether ``name`` is a well-formed name of a pool of the live configuration."""
-    return is_pool_name(name) and name in live_config().pool
+def live_pool_exists(name: str, config: Config | None = None) -> bool:
+    """Whether ``name`` is a well-formed name of a pool of the live configuration (or ``config``)."""
+    return is_pool_name(name) and name in (config or live_config()).pool
 
 
-def pool_queue(name: str) -> QuerySet[RequestRow]:
-    """The pool's pending requests in service order: ``position`` (R-32), then id. Whose they
-    are decides how much of each a reader sees (``selectors.requests.Audience``)."""
-    return (RequestRow.objects.filter(state=PENDING, queue_pool=name).select_related("owner")
-            .order_by(F("position").asc(nulls_last=True), "id"))
+def pool_queue(name: str, config: Config | None = None) -> QuerySet[RequestRow]:
+    """Every pending request the pool may serve — of the profiles connected to it, wherever it
+    waits (decision 119) — in the order the next pass serves them: ``position`` (R-32), then id.
+    Whose they are decides how much of each a reader sees (``selectors.requests.Audience``)."""
+    return pending_for(name, config).select_related("owner").order_by(F("position").asc(nulls_last=True), "id")
+
+
+def pending_for(pool: str, config: Config | None = None) -> QuerySet[RequestRow]:
+    """The pending requests ``pool`` may serve: those of the profiles connected to it in the live
+    configuration (or ``config``, read already)."""
+    return RequestRow.objects.filter(state=PENDING, profile__in=(config or live_config()).profiles_on.get(pool, ()))
 
 
 def pool_running(name: str) -> QuerySet[RequestRow]:

@@ -21,13 +21,15 @@ from reconcile import State, format_quantity
 
 REQUEST_FIELDS = ("id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
-                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "grace_ends_at")
+                  "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "held_pool",
+                  "grace_ends_at", "warnings")
 # The columns ``request_data`` reads: a preempting request's grace ends ``EVICTION_GRACE_SECONDS``
-# after ``preempted_at`` (R-44), so that is stored and ``grace_ends_at`` is not.
-REQUEST_COLUMNS = (*REQUEST_FIELDS[:-1], "preempted_at")
+# after ``preempted_at`` (R-44), so that is stored and ``grace_ends_at`` is not; ``warnings`` are
+# worked out of ``preemptible`` and ``max_retries``.
+REQUEST_COLUMNS = (*(name for name in REQUEST_FIELDS if name not in ("grace_ends_at", "warnings")), "preempted_at")
 # What anyone signed in sees of a request that is neither theirs nor their team's (docs/api.md §4,
 # privacy): where it stands and what it takes, not who asked, what for, or the numbers behind it.
-PUBLIC_REQUEST_FIELDS = ("id", "state", "position", "policy", "profile", "resources", "pool",
+PUBLIC_REQUEST_FIELDS = ("id", "state", "position", "held_pool", "policy", "profile", "resources", "pool",
                          "submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at")
 
 
@@ -83,8 +85,30 @@ def request_data(row: Any) -> dict:
         "preempted_by": row.preempted_by, "labels": {key: str(value) for key, value in row.labels.items()},
         "submitted_at": moment(row.submitted_at), "allocated_at": moment(row.allocated_at),
         "finished_at": moment(row.finished_at), "lease_expires_at": moment(row.lease_expires_at),
-        "lease_seconds": row.lease_seconds, "queue_pool": row.queue_pool, "grace_ends_at": moment(grace_end(row)),
+        "lease_seconds": row.lease_seconds, "queue_pool": row.queue_pool,
+        "held_pool": row.held_pool,
+        "grace_ends_at": moment(grace_end(row)),
+        "warnings": request_warnings(row.state, row.preemptible, row.max_retries),
     }
+
+
+PREEMPTIBLE_WITHOUT_RETRIES = {
+    "code": "preemptible_without_retries",
+    "message": "it is preemptible with max_retries 0: if it is preempted or reclaimed (R-41) it ends preempted "
+               "and is not queued again; give max_retries to have it re-queued (R-46)",
+}
+
+
+_MAY_BE_PREEMPTED = frozenset(state.value for state in (State.PENDING, State.ALLOCATED, State.PREEMPTING))
+
+
+def request_warnings(state: str, preemptible: bool, max_retries: int) -> list[dict[str, str]]:
+    """What its owner should know while it may still run, each ``{code, message}`` (decision 117):
+    a preemptible request with no retries is lost for good at its first preemption. A finished
+    request is warned of nothing: its story is its reason."""
+    if state in _MAY_BE_PREEMPTED and preemptible and max_retries == 0:
+        return [dict(PREEMPTIBLE_WITHOUT_RETRIES)]
+    return []
 
 
 def grace_end(row: Any) -> datetime | None:

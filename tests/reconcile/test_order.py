@@ -141,11 +141,13 @@ MANAGEMENT = [
          snapshot(LOW_HIGH, preempting(req(1, "lo", "job", gpu=4, state=ALLOCATED, pool="p"), by=2, since_s=960),
                   req(2, "hi", "job", gpu=4), enabled=False),
          {1: "preempted PreemptedByPriority", 2: "pending ManagementDisabled #1"}),
-    Case("while disabled every pool's queue is in service order", ("R-30", "R-32"),
+    # Positions are the grants of "all of at once" below, in order (4, 3, 1, 2), then
+    # the rest as that case leaves them (5, 6): one order over both pools (decision 120).
+    Case("while disabled the positions are the order an enabled pass serves", ("R-30", "R-32"),
          snapshot(FLEET, *FLEET_QUEUE, enabled=False),
-         {1: "pending ManagementDisabled #2", 2: "pending ManagementDisabled #2",
-          3: "pending ManagementDisabled #1", 4: "pending ManagementDisabled #1",
-          5: "pending ManagementDisabled #3", 6: "pending ManagementDisabled #4"}),
+         {1: "pending ManagementDisabled #3", 2: "pending ManagementDisabled #4",
+          3: "pending ManagementDisabled #2", 4: "pending ManagementDisabled #1",
+          5: "pending ManagementDisabled #5", 6: "pending ManagementDisabled #6"}),
 ]
 
 

@@ -267,23 +267,25 @@ POSITIONS = [
         req(3, "low", "job", gpu=0.5),
         req(4, "low", "job", gpu=0.25), req(5, "low", "job", gpu=0.5), req(6, "low", "job", gpu=1, mcpu=100)), {
         1: "allocated on p", **{i: f"pending WaitingForCapacity #{i - 1} in p" for i in (2, 3, 4, 5, 6)}}),
-    Case("each pool's queue counts its own requests", ("R-32", "sec9"), snapshot(
+    # One pass serves every pool from one order, so positions count across pools (decision 120):
+    # on-b goes first on b, then the on-a requests by submission.
+    Case("positions count the waiting requests of every pool in one order", ("R-32", "sec9"), snapshot(
         TWO_QUEUES, live(1, "infra", "on-a", "a", preemptible=False, gpu=1),
         live(2, "infra", "on-b", "b", preemptible=False, gpu=4),
         req(3, "t", "on-b", gpu=1), req(4, "t", "on-a", gpu=1), req(5, "t", "on-a", gpu=1)), {
         1: "allocated on a", 2: "allocated on b", 3: "pending WaitingForCapacity #1 in b",
-        4: "pending WaitingForCapacity #1 in a", 5: "pending WaitingForCapacity #2 in a"}),
+        4: "pending WaitingForCapacity #2 in a", 5: "pending WaitingForCapacity #3 in a"}),
     Case("a request too big for its preferred pool queues at the next eligible one", ("R-32", "R-10", "sec9"), snapshot(
         TWO_QUEUES, live(1, "infra", "on-a", "a", preemptible=False, gpu=1),
         live(2, "infra", "on-b", "b", preemptible=False, gpu=4),
         req(3, "t", "on-b", gpu=1), req(4, "t", "on-a", gpu=2), req(5, "t", "on-a", gpu=1)), {
         1: "allocated on a", 2: "allocated on b", 3: "pending WaitingForCapacity #1 in b",
-        4: "pending WaitingForCapacity #2 in b", 5: "pending WaitingForCapacity #1 in a"}),
+        4: "pending WaitingForCapacity #3 in b", 5: "pending WaitingForCapacity #2 in a"}),
 ]
 
 
 @pytest.mark.parametrize("case", POSITIONS, ids=case_id)
-def test_position_is_the_place_in_r32_order_in_the_most_preferred_eligible_pool_s_queue(case):
+def test_position_is_the_place_in_the_order_the_next_pass_serves(case):
     assert placed(case.snapshot) == case.expected
 
 

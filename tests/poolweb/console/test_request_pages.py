@@ -103,16 +103,24 @@ def test_the_last_heartbeat_is_the_lease_less_its_length():
     assert lease_of(row).expires is None and lease_of(row).renewed is None
 
 
-def test_members_see_their_teams_policies_and_admins_all(provisioned, alice, bob, carol):
+def test_everyone_signed_in_sees_every_policy_as_the_api_lists_them(provisioned, alice, bob, carol):
     def cards(user) -> list[str]:
         return re.findall(r'aria-label="Policy ([^"]+)" data-policy-usage', signed_in(user).get("/policies/").content.decode())
 
-    assert cards(alice) == ["dev", "research"]
-    assert cards(bob) == ["dev"]
-    assert cards(carol) == []
-    assert "No policy applies to you" in signed_in(carol).get("/policies/").content.decode()
-    assert signed_in(bob).get("/policies/research/card/").status_code == 404
-    assert signed_in(bob).get("/policies/dev/card/").status_code == 200
+    api = [policy["name"] for policy in client_for(carol).get("/api/v1/policies").json()]
+    assert api == ["dev", "research"]
+    assert cards(alice) == cards(bob) == cards(carol) == api
+    assert signed_in(bob).get("/policies/research/card/").status_code == 200
+    assert signed_in(bob).get("/policies/nothing/card/").status_code == 404
+
+
+def test_another_teams_running_requests_show_neither_name_nor_owner(provisioned, alice, bob):
+    row = request_row(alice, "research", "4xgpu", 4, state="allocated", pool="h100")
+    row.name = "secret-run"
+    row.save()
+    card = signed_in(bob).get("/policies/research/card/").content.decode()
+    assert f"#{row.pk}" in card and "secret-run" not in card and "alice" not in card
+    assert "secret-run" in signed_in(alice).get("/policies/research/card/").content.decode()
 
 
 def test_the_policies_page_shows_the_apis_numbers(provisioned, alice, bob):

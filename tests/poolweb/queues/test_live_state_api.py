@@ -64,8 +64,9 @@ def test_pools_show_capacity_used_free_pending_and_running_as_numbers(alice, bob
     assert response.json() == [
         {"name": "h100", "description": "", "capacity": {"gpu": 8}, "used": {"gpu": 8},
          "free": {"gpu": 0}, "overcommitted": {}, "held": {}, "pending": 1, "running": 2},
+        # 4xgpu may be served from a100 too: the request waiting for h100 is pending for a100 as well
         {"name": "a100", "description": "", "capacity": {"gpu": 4}, "used": {"gpu": 0.5},
-         "free": {"gpu": 3.5}, "overcommitted": {}, "held": {}, "pending": 0, "running": 1},
+         "free": {"gpu": 3.5}, "overcommitted": {}, "held": {}, "pending": 1, "running": 1},
     ]
 
 
@@ -163,6 +164,34 @@ def fill_the_pools(alice: User) -> None:
         fixed(alice, "research/4xgpu")  # h100 8 of 8, a100 4 of 4: research at its limit of 12
 
 
+def held_on_a100(alice: User, bob: User) -> RequestRow:
+    """h100 full of dev's work that cannot be preempted, so research's 4xgpu preempts on a100, its
+    later pool: the preemptor, waiting for its victim to leave a100."""
+    go_live(document(policies=[
+        {"name": "dev", "group": "dev", "quotas": [{"scope": "*", "key": "gpu", "reserved": 8, "limit": 12}]},
+        {"name": "research", "group": "research", "priority": 10, "quotas": [{"scope": "*", "key": "gpu", "limit": 12}]},
+    ]), alice)
+    for _ in range(2):
+        fixed(bob, "dev/4xgpu", preemptible=False)
+    victim = fixed(bob, "dev/4xgpu")
+    preemptor = fixed(alice, "research/4xgpu")
+    assert RequestRow.objects.get(pk=victim.pk).state == "preempting"
+    return preemptor
+
+
+def test_a_preemptor_is_listed_on_every_pool_it_may_use_and_counted_where_capacity_is_held(alice, bob):
+    # issue 20 item 1: it waits on a100, where capacity is held, and h100 (its preferred pool) still lists it
+    preemptor = held_on_a100(alice, bob)
+    assert (preemptor.state, preemptor.queue_pool, preemptor.held_pool) == ("pending", "a100", "a100")
+
+    for pool in ("a100", "h100"):
+        entries = client_for(bob).get(f"/api/v1/pools/{pool}/queue").json()["results"]
+        assert [(e["id"], e["held_pool"], e["position"]) for e in entries] == [(preemptor.id, "a100", 1)]
+    pools = by_name(client_for(bob).get("/api/v1/pools").json())
+    assert (pools["a100"]["pending"], pools["h100"]["pending"]) == (1, 1)  # as many as each table lists
+    assert pools["a100"]["held"] == {"gpu": 4}
+
+
 def test_the_queue_lists_pending_requests_in_service_order_with_position_and_reason(alice, bob):
     fill_the_pools(alice)
     first_in = fixed(bob, "dev/4xgpu", name="bobs-job")
@@ -183,7 +212,7 @@ def test_the_queue_lists_pending_requests_in_service_order_with_position_and_rea
 
 # The privacy rule (api.md §2): whole for one's own requests, one's teams' and for admins; of
 # anyone else's only where it stands and what it takes.
-PUBLIC = {"id", "state", "position", "policy", "profile", "resources", "pool", "submitted_at", "allocated_at",
+PUBLIC = {"id", "state", "position", "held_pool", "policy", "profile", "resources", "pool", "submitted_at", "allocated_at",
           "finished_at", "lease_expires_at", "grace_ends_at"}
 
 
@@ -364,3 +393,9 @@ def test_live_reads_take_the_same_few_queries_however_many_requests_there_are(
         fixed(bob, "dev/half")
     with django_assert_max_num_queries(len(few.captured_queries)):
         assert client.get(path).status_code == 200
+
+
+def test_every_signed_in_user_reads_every_policy_not_only_their_teams(provisioned, bob, carol):
+    # decision 118: shares and usage are not secret; the console's /policies/ shows the same list
+    for user in (bob, carol):
+        assert [p["name"] for p in client_for(user).get("/api/v1/policies").json()] == ["dev", "research"]

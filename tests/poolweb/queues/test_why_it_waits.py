@@ -13,7 +13,9 @@ from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import audience_of
 from poolweb.selectors.waiting import NEAREST_SHOWN, why_waits
 
-from .test_live_state_api import fill_the_pools, fixed, go_live, queue_document
+from tests.poolweb.conftest import document
+
+from .test_live_state_api import fill_the_pools, fixed, go_live, held_on_a100, queue_document
 
 pytestmark = pytest.mark.django_db
 
@@ -75,12 +77,15 @@ def test_a_preempting_request_names_its_preemptor_and_the_end_of_its_grace(alice
     assert [v.id for v in waiting.victims] == [victim.id]
 
 
-def test_the_why_fragment_is_for_a_row_of_that_pool_only(queued, carol):
+def test_the_why_fragment_is_for_a_row_of_that_pool_only(queued, carol, alice):
     response = page_as(carol).get(f"/queues/h100/why/{queued[2].id}/")
     assert response.status_code == 200
     text = response.content.decode()
     assert "Why it waits" in text and "3 requests, needing 12 gpu" in text and "bob-0" not in text
-    assert page_as(carol).get(f"/queues/a100/why/{queued[2].id}/").status_code == 404
+    # 4xgpu may be served from a100 too, so a100's queue lists it (decision 119); "half" may not be served from h100
+    assert page_as(carol).get(f"/queues/a100/why/{queued[2].id}/").status_code == 200
+    half = fixed(alice, "research/half")
+    assert page_as(carol).get(f"/queues/h100/why/{half.id}/").status_code == 404
     assert page_as(carol).get("/queues/h100/why/99999999/").status_code == 404
 
 
@@ -103,3 +108,36 @@ def test_an_unknown_pool_is_a_404_and_the_overview_lists_every_pool(queued, bob)
 
 def test_rows_leave_out_step_run_and_write_numbers_as_the_api():
     assert resources_text({"mcpu": 8000, "gpu": 0.5, "step_run": 1}) == "0.5 gpu · 8000 mcpu"
+
+
+def test_each_pool_page_lists_the_preemptor_and_marks_where_capacity_is_held(alice, bob, carol):
+    preemptor = held_on_a100(alice, bob)
+    for pool, marked in (("a100", True), ("h100", False)):
+        response = page_as(carol).get(f"/queues/{pool}/")
+        assert [row["id"] for row in response.context["page"]["rows"]["pending"]] == [preemptor.id]
+        assert response.context["page"]["pending"] == 1
+        assert ("held here" in response.content.decode()) is marked
+    assert response.context["page"]["profiles"] == ["4xgpu", "job"]  # whose rows h100's table takes live
+
+
+def test_a_request_first_in_line_is_told_who_may_still_go_ahead(alice, bob):
+    # dev borrows (no reservation), research has a higher priority: "it is next" would not be kept
+    fill_the_pools(alice)
+    waiting = fixed(bob, "dev/job")
+    view = why_view(why_waits(RequestRow.objects.get(pk=waiting.pk)), audience_of(bob), "bob")
+    assert view.ahead == 0
+    assert view.overtaken.startswith("a later request may still go ahead of it: ")
+    assert "one of a higher priority (research, R-32.1)" in view.overtaken
+    html = page_as(bob).get(f"/queues/h100/why/{waiting.id}/").content.decode()
+    assert "nothing now, but a later request may still go ahead" in html and "it is next" not in html
+
+
+def test_a_request_nobody_can_pass_is_next(alice, bob):
+    go_live(document(profiles=[{"name": "job", "resources": {"gpu": 1}, "dynamic": True,
+                                "connections": [{"pool": "h100"}], "policies": ["research"]}]), alice)
+    for _ in range(8):
+        fixed(alice, "research/job")
+    waiting = fixed(alice, "research/job")
+    assert (waiting.state, waiting.position) == ("pending", 1)
+    assert why_waits(RequestRow.objects.get(pk=waiting.pk)).overtaken == ""
+    assert "nothing: it is next" in page_as(alice).get(f"/queues/h100/why/{waiting.id}/").content.decode()

@@ -20,7 +20,7 @@ URL = "/api/v1/requests"
 REQUEST_OBJECT_FIELDS = {
     "id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt", "state",
     "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at", "allocated_at",
-    "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "grace_ends_at",
+    "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "held_pool", "grace_ends_at", "warnings",
 }
 
 
@@ -66,6 +66,20 @@ def test_a_fixed_profile_request_is_granted_with_step_run_added(provisioned, bob
     assert (body["preemptible"], body["max_retries"], body["lease_seconds"]) == (True, 0, 300)
     assert body["allocated_at"] and body["lease_expires_at"] and body["finished_at"] is None
     assert response.headers["Location"] == f"{URL}/{body['id']}"
+
+
+def test_the_answer_warns_when_a_preemptible_request_has_no_retries(provisioned, bob):
+    bob_client = client_for(bob)
+    body = submit(bob_client, policy="dev", profile="half").json()
+    assert [w["code"] for w in body["warnings"]] == ["preemptible_without_retries"]
+    assert "max_retries" in body["warnings"][0]["message"]
+    assert bob_client.get(f"{URL}/{body['id']}").json()["warnings"] == body["warnings"]
+
+
+@pytest.mark.parametrize("body", [{"max_retries": 2}, {"preemptible": False}])
+def test_a_request_with_retries_or_never_preempted_has_no_warning(provisioned, bob, body):
+    answer = submit(client_for(bob), policy="dev", profile="half", **body).json()
+    assert answer["warnings"] == []
 
 
 def test_fractional_resources_are_json_numbers(provisioned, bob):
@@ -499,3 +513,8 @@ def test_an_oversized_body_is_refused_as_json_and_nothing_is_stored(provisioned,
     response = client_for(alice).post(URL, raw, content_type="application/json")
     assert response.status_code == 413 and "detail" in response.json()
     assert not Request.objects.exists()
+
+
+def test_a_rejected_request_is_warned_of_nothing(provisioned, bob):
+    answer = submit(client_for(bob), policy="dev", profile="job", resources={"gpu": 99}).json()
+    assert (answer["state"], answer["warnings"]) == ("rejected", [])

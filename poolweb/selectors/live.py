@@ -82,26 +82,23 @@ def pool_states(names: Collection[str] | None = None) -> list[PoolState]:
         pending_rows = pending_rows.filter(profile__in={p for name in names for p in config.profiles_on.get(name, ())})
     by_profile = dict(pending_rows.order_by().values("profile").annotate(n=Count("id")).values_list("profile", "n"))
     return pool_states_of(config, live_rows.values_list("pool", "resources", "preempted_by"),
-                          held_rows.values_list("id", "held_pool", "resources"), {}, names, by_profile)
+                          held_rows.values_list("id", "held_pool", "resources"), by_profile, names)
 
 
 def pool_states_of(config: Config, live: Iterable[tuple[str | None, Mapping[str, int], int | None]],
-                   holders: Iterable[tuple[int, str, Mapping[str, int]]], pending: Mapping[str, int],
-                   names: Collection[str] | None = None,
-                   pending_by_profile: Mapping[str, int] | None = None) -> list[PoolState]:
+                   holders: Iterable[tuple[int, str, Mapping[str, int]]], pending_by_profile: Mapping[str, int],
+                   names: Collection[str] | None = None) -> list[PoolState]:
     """``pool_states`` of values at hand: (pool, resources, preempted_by) of the live requests,
     (id, held pool, resources) of the preemptors holding room, and the pending count per profile;
     a pass announces what it wrote this way. A pool's pending count is that of the profiles
-    connected to it (decision 119). Without ``pending_by_profile``, ``pending`` counts per queue
-    pool, as a pass wrote it before decision 119 (to go once the pass gives the counts per profile)."""
+    connected to it (decision 119)."""
     live, holders = list(live), list(holders)
     used = _sum_by_pool((pool, resources) for pool, resources, _ in live)
     running = Counter(pool for pool, _, _ in live)
     held = _sum_by_pool((pool, resources) for _, pool, resources in holders)
     beyond = _sum_by_pool(_held_room(holders, live))
-    if pending_by_profile is not None:
-        pending = {pool: sum(pending_by_profile.get(profile, 0) for profile in profiles)
-                   for pool, profiles in config.profiles_on.items()}
+    pending = {pool: sum(pending_by_profile.get(profile, 0) for profile in profiles)
+               for pool, profiles in config.profiles_on.items()}
     return [_pool_state(pool.name, pool.description, dict(pool.capacity), used.get(pool.name, {}),
                         held.get(pool.name, {}), beyond.get(pool.name, {}), pending.get(pool.name, 0),
                         running[pool.name])

@@ -16,7 +16,7 @@ from poolweb.models import Request as RequestRow
 from poolweb.selectors.live import LIVE_STATES, PENDING, PoolState, pending_for, pool_states
 from poolweb.selectors.requests import MAX_ID
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
-from poolweb.selectors.versions import live_prepared
+from poolweb.selectors.versions import live_engine_version
 from reconcile import Vector
 from reconcile.ledger import Ledger
 from reconcile.overtaking import ahead_of_it, overtaking_text
@@ -71,7 +71,7 @@ def _pending(row: RequestRow) -> WhyWaits:
 def _overtaken(row: RequestRow, pool: str) -> str:
     """Which later requests may still go ahead of ``row`` where it waits (R-32), judged with the
     usage now of the policies the pool serves: staying in share or borrowing decides R-32.2."""
-    config, terms = live_prepared()
+    config, terms = live_engine_version()
     if row.policy not in config.policy or pool not in config.pool or row.profile not in config.profile:
         return ""  # a provision since its last pass: the next pass judges it again
     teams = {team for profile in config.profiles_on[pool] for team in config.profile[profile].policies}

@@ -66,6 +66,7 @@ def add_plan(news: Announcement, snapshot: Snapshot, waits: dict[int, StoredWait
         request = before[decision.request_id]
         news.requests.add(request.id)
         news.pools.update(p for p in (decision.pool, request.pool, waits.get(request.id, NO_WAIT).queue_pool) if p)
+        news.pools.update(_pools_counting(snapshot, request))
         news.policies.add(request.policy)
     for request_id, waiting in decided.waiting.items():
         stored = waits.get(request_id, NO_WAIT)
@@ -74,7 +75,15 @@ def add_plan(news: Announcement, snapshot: Snapshot, waits: dict[int, StoredWait
         if stored.queue_pool != waiting.pool:
             before = before or {r.id: r for r in snapshot.requests}
             news.pools.update(p for p in (stored.queue_pool, waiting.pool) if p)
+            news.pools.update(_pools_counting(snapshot, before[request_id]))
             news.policies.add(before[request_id].policy)
+
+
+def _pools_counting(snapshot: Snapshot, request: Request) -> tuple[str, ...]:
+    """The pools whose pending count has ``request`` while it waits: every pool of its profile
+    (decision 119). A decision or a first wait changes it on each of them."""
+    profile = snapshot.config.profile.get(request.profile)
+    return profile.pools if profile is not None else ()
 
 
 def prepare(news: Announcement, read: PassInput, decided: Plan, rows: PlannedRows) -> None:
@@ -115,22 +124,24 @@ def live_states(version: EngineVersion, decided: Plan, rows: PlannedRows, news: 
     the snapshot with the plan applied, less the requests that changed under it (they left an
     ``UnannouncedChange``, so the next pass announces them again)."""
     live, holders = [], []
-    pending: Counter = Counter()
+    pending: Counter = Counter()  # per (policy, pool) and (policy, all pools), as policies count
+    pending_by_profile: Counter = Counter()  # as pools count (decision 119)
     for request in rows.requests.values():
         if request.id in rows.dropped:
             continue
         if request.state.live:
             live.append(request)
         elif request.state is State.PENDING:
+            pending_by_profile[request.profile] += 1
             if request.held_pool:
                 holders.append((request.id, request.held_pool, request.resources))
             waiting = decided.waiting.get(request.id)
             if waiting is not None and waiting.pool:
-                pending.update([waiting.pool, (request.policy, waiting.pool), (request.policy, ALL_POOLS)])
+                pending.update([(request.policy, waiting.pool), (request.policy, ALL_POOLS)])
             else:
                 pending[(request.policy, ALL_POOLS)] += 1
     pools = pool_states_of(version.config, ((r.pool, r.resources, r.preempted_by) for r in live if r.pool in news.pools),
-                           holders, pending, news.pools) if news.pools else []
+                           holders, pending_by_profile, news.pools) if news.pools else []
     policies = policy_states_of(version, [r for r in live if r.policy in news.policies], pending,
                                 news.policies) if news.policies else []
     return LiveStates(pools, policies)

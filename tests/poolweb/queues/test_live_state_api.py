@@ -6,10 +6,13 @@ submission; the configuration goes live through the configuration service.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.contrib.auth.models import Group, User
+from django.db.models import Max
 
-from poolweb.models import Request as RequestRow
+from poolweb.models import Event, Request as RequestRow
 from poolweb.services import config as config_services
 from poolweb.selectors.requests import audience_of
 from poolweb.services.payloads import request_data
@@ -180,7 +183,7 @@ def held_on_a100(alice: User, bob: User) -> RequestRow:
 
 
 def test_a_preemptor_is_listed_on_every_pool_it_may_use_and_counted_where_capacity_is_held(alice, bob):
-    # issue 20 item 1: it waits on a100, where capacity is held, and h100 (its preferred pool) still lists it
+    # decision 119: it waits on a100, where capacity is held, and h100 (its preferred pool) still lists it
     preemptor = held_on_a100(alice, bob)
     assert (preemptor.state, preemptor.queue_pool, preemptor.held_pool) == ("pending", "a100", "a100")
 
@@ -191,6 +194,18 @@ def test_a_preemptor_is_listed_on_every_pool_it_may_use_and_counted_where_capaci
     assert (pools["a100"]["pending"], pools["h100"]["pending"]) == (1, 1)  # as many as each table lists
     assert pools["a100"]["held"] == {"gpu": 4}
 
+
+
+def test_a_pass_announces_a_waiting_request_on_every_pool_it_may_use_as_the_api_counts_it(alice, bob):
+    fill_the_pools(alice)
+    since = Event.objects.aggregate(last=Max("seq"))["last"]
+
+    fixed(bob, "dev/4xgpu")  # 4xgpu is connected to h100 and a100, both full: it waits
+
+    announced = {data["name"]: data["pending"] for data in map(json.loads, Event.objects.filter(
+        seq__gt=since, type="pool.updated").values_list("data", flat=True))}
+    pools = by_name(client_for(bob).get("/api/v1/pools").json())
+    assert announced == {name: pools[name]["pending"] for name in ("a100", "h100")} == {"a100": 1, "h100": 1}
 
 def test_the_queue_lists_pending_requests_in_service_order_with_position_and_reason(alice, bob):
     fill_the_pools(alice)

@@ -34,6 +34,7 @@ import psycopg
 from django.db import OperationalError, connection
 from rest_framework.utils.encoders import JSONEncoder
 
+from poolweb.django_internals import django_cursor
 from poolweb.models import Event, Request as RequestRow, RequestChange
 from poolweb.sqlite.base import PASS_LOCK_FILE
 from poolweb.sqlite.locks import LockTimeout, file_lock
@@ -74,7 +75,7 @@ def _bound_cursor() -> Iterator:
     cold pass's writing. Here a column of values travels as one binary array (``%b``) that
     ``unnest`` or ``= ANY`` takes apart on the server."""
     connection.ensure_connection()
-    cursor = connection._prepare_cursor(psycopg.Cursor(connection.connection))
+    cursor = django_cursor(connection, psycopg.Cursor(connection.connection))
     try:
         yield cursor
     finally:

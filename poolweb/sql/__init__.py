@@ -17,7 +17,8 @@ on write, model instances and ``bulk_create`` for events); here it costs what th
 - ``lock_outbox`` and ``sequence_high_water``: PostgreSQL's advisory lock and sequence functions;
 - ``pass_lock``: passes, provisions and the switch one at a time, without SQLite's write lock.
 
-What every API call reads (the token, the site row) is in ``poolweb.sql.request_path``.
+What one API call reads and writes (the token, the site row, a submission) is in
+``poolweb.sql.api_calls`` (decision 110).
 """
 
 from __future__ import annotations

@@ -69,8 +69,10 @@ def request_with_owner(request_id: int) -> RequestRow | None:
     """The request with its ``owner`` (as ``select_related`` gives it), or None."""
     row = _first(RequestRow.objects.raw(f"SELECT * FROM {_table(RequestRow)} WHERE {_column(RequestRow, 'id')} = %s",
                                         [request_id]))
-    if row is not None:
-        row.owner = _first(User.objects.raw(_user_query(), [row.owner_id]))
+    owner = None if row is None else _first(User.objects.raw(_user_query(), [row.owner_id]))
+    if owner is None:  # no such request, or its owner (and so it) deleted between the two reads
+        return None
+    row.owner = owner
     return row
 
 

@@ -10,16 +10,14 @@ from concurrent.futures import ThreadPoolExecutor
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "poolweb.settings")
 
 import django  # noqa: E402
-from asgiref.sync import ThreadSensitiveContext, sync_to_async  # noqa: E402
+from asgiref.sync import ThreadSensitiveContext  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
-from django.core import signals  # noqa: E402
-from django.core.exceptions import RequestAborted, SuspiciousFileOperation  # noqa: E402
-from django.core.handlers.asgi import ASGIHandler, get_script_prefix  # noqa: E402
-from django.core.handlers.base import BaseHandler  # noqa: E402
-from django.http import FileResponse, Http404  # noqa: E402
-from django.urls import set_script_prefix  # noqa: E402
+from django.core.exceptions import SuspiciousFileOperation  # noqa: E402
+from django.http import Http404  # noqa: E402
+
+from poolweb.django_internals import SyncMiddlewareASGIHandler  # noqa: E402
 
 
 class StaticFiles(ASGIStaticFilesHandler):
@@ -35,51 +33,6 @@ class StaticFiles(ASGIStaticFilesHandler):
         except SuspiciousFileOperation:
             raise Http404("no such static file") from None
         response["X-Content-Type-Options"] = "nosniff"
-        return response
-
-
-class OneHop(ASGIHandler):
-    """Django's ASGI handler with a request's whole sync part in one hop to the view's thread.
-
-    Django's own loads the middleware in async mode: every middleware of Django's is sync, so
-    each ``process_request`` and ``process_response`` hopped from the event loop to the view's
-    thread and back, a dozen hops a request (measured: the hops, their futures and the lock
-    handed to and fro were a third of the web process's time at 4 clients). Here the middleware
-    chain runs in sync mode, as under WSGI, and the ``request_started`` signal, the view and,
-    for a response already in memory, its ``close()`` (``request_finished``) run in one hop;
-    the event loop reads the body before and sends the response after. A streaming response is
-    sent, then closed, as Django does it. Sync views cannot be cancelled, so Django's task that
-    listens for a disconnect to cancel the view has nothing to do here.
-    """
-
-    def __init__(self) -> None:
-        BaseHandler.__init__(self)
-        self.load_middleware(is_async=False)
-
-    async def handle(self, scope, receive, send) -> None:
-        try:
-            body_file = await self.read_body(receive)
-        except RequestAborted:
-            return
-        set_script_prefix(get_script_prefix(scope))
-        try:
-            response = await sync_to_async(self._respond, thread_sensitive=True)(scope, body_file)
-            await self.send_response(response, send)
-            if response.streaming:
-                await sync_to_async(response.close, thread_sensitive=True)()
-        finally:
-            body_file.close()
-
-    def _respond(self, scope, body_file):
-        signals.request_started.send(sender=self.__class__, scope=scope)
-        request, response = self.create_request(scope, body_file)
-        if request is not None:
-            response = self.get_response(request)
-            response._handler_class = self.__class__
-        if isinstance(response, FileResponse):
-            response.block_size = self.chunk_size  # the server chunks it (as Django's handler does)
-        if not response.streaming:
-            response.close()  # its content is in memory already
         return response
 
 
@@ -187,7 +140,7 @@ async def _refuse(send, scope, status: int, detail: str, *, close: bool = False)
 
 
 django.setup(set_prefix=False)  # as get_asgi_application does
-django_application = WholeBodies(LongLivedThreads(StaticFiles(OneHop()), settings.POOLWEB["HTTP_THREADS"]),
+django_application = WholeBodies(LongLivedThreads(StaticFiles(SyncMiddlewareASGIHandler()), settings.POOLWEB["HTTP_THREADS"]),
                                  settings.POOLWEB["HTTP_BODY_TIMEOUT_SECONDS"])
 
 # These use the models, so they come once Django is set up.

@@ -9,12 +9,12 @@ Choices where api.md is silent: the list is newest first, paged as every list is
 (api/pagination.py); ``state`` takes one state or several separated by commas; an empty filter
 value means no filter; another user's request answers 404, as a missing one does; a body above
 DATA_UPLOAD_MAX_MEMORY_SIZE is a 413; a user with ``POOLWEB_MAX_PENDING_PER_USER`` pending
-requests gets 429 for one more (a retried ``Idempotency-Key`` still returns its request).
+requests gets 429 for one more (a retried ``Idempotency-Key`` still returns its request:
+``services.requests.request_submit`` says the order).
 """
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
@@ -27,14 +27,12 @@ from poolweb.api.fields import QuantityInput
 from poolweb.api.reads import CatchUpOnRead
 from poolweb.api.representations import RequestSerializer
 from poolweb.api.submission import (
-    LEASE_BOUNDS, MAX_LABEL_VALUE, MAX_NAME, SubmissionInvalid, idempotency_key_errors, read_submission,
+    LEASE_BOUNDS, MAX_LABEL_VALUE, MAX_NAME, SubmissionBody, SubmissionInvalid, idempotency_key_errors,
 )
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import (
-    FiltersInvalid, RequestFilters, parse_filters, request_by_idempotency_key, request_get,
-    request_history, request_list, submitter_of,
+    FiltersInvalid, RequestFilters, parse_filters, request_get, request_history, request_list,
 )
-from poolweb.selectors.versions import engine_version
 from poolweb.services import requests as services
 from poolweb.services.payloads import change_data, request_data
 from reconcile import State
@@ -85,21 +83,6 @@ FILTERS = [
 ]
 
 
-class TooManyPending(exceptions.APIException):
-    status_code = status.HTTP_429_TOO_MANY_REQUESTS
-    default_code = "too_many_pending"
-
-
-def check_pending_cap(pending: int) -> None:
-    """``TooManyPending`` when a user already has as many ``pending`` requests as one may have.
-    Two submissions at once may both pass at the cap's edge: the cap bounds a runaway script, it
-    is no quota (quotas are the engine's)."""
-    cap = settings.POOLWEB["MAX_PENDING_PER_USER"]
-    if pending >= cap:
-        raise TooManyPending(f"you have {pending} pending requests, and {cap} is the most one user may have "
-                             f"(POOLWEB_MAX_PENDING_PER_USER): cancel some, or wait for them to start")
-
-
 # --- reading query parameters --------------------------------------------------------------------
 
 def read_filters(params) -> RequestFilters:
@@ -134,28 +117,17 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
     def post(self, request):
         key = request.headers.get("Idempotency-Key")
         try:
-            row, created = self.submit(request, key)
+            if key is not None and (errors := idempotency_key_errors(key)):
+                raise SubmissionInvalid(errors)
+            row, created = services.request_submit(user=request.user, submission=SubmissionBody(request),
+                                                   idempotency_key=key)
         except SubmissionInvalid as error:
             return bad_request(error.errors)
+        except services.TooManyPending as error:
+            return Response({"detail": str(error)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
         headers = {"Location": f"{request.path.rstrip('/')}/{row.pk}"}
         return Response(request_data(row), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
                         headers=headers)
-
-    @staticmethod
-    def submit(request, key: str | None) -> tuple[RequestRow, bool]:
-        """A retried ``Idempotency-Key`` returns the first request before the body is even read."""
-        if key is not None:
-            if errors := idempotency_key_errors(key):
-                raise SubmissionInvalid(errors)
-            earlier = request_by_idempotency_key(user=request.user, key=key)
-            if earlier is not None:
-                return earlier, False
-        submitter = submitter_of(user=request.user)  # the site, the pending count, the groups: one read
-        check_pending_cap(submitter.pending)
-        live = engine_version(submitter.site and submitter.site.live_version)
-        submission = read_submission(request.data, live.config)
-        return services.request_submit(user=request.user, submission=submission, idempotency_key=key, live=live,
-                                       groups=submitter.groups)
 
 
 class RequestView(CatchUpOnRead, APIView):

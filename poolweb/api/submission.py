@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from poolweb.services.requests import MAX_RETRIES, Submission
@@ -43,6 +44,17 @@ def idempotency_key_errors(key: str) -> list[Issue]:
         return []
     return [Issue("Idempotency-Key", "invalid",
                   f"the Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters")]
+
+
+@dataclass(frozen=True)
+class SubmissionBody:
+    """A submission's body, read when ``services.requests.request_submit`` gets to it: after a
+    retried ``Idempotency-Key`` and the pending cap, which answer before the body is parsed."""
+
+    request: Any  # DRF's request: its ``data`` is parsed on first use
+
+    def read(self, config: Config) -> Submission:
+        return read_submission(self.request.data, config)
 
 
 def read_submission(data: Any, config: Config) -> Submission:

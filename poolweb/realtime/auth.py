@@ -68,7 +68,7 @@ def token_credential(token: str, scope: dict) -> Credential | None:
     if found is None:
         sign_in_failed(address=address)
         return None
-    return Credential(found.user.pk, found.user.is_staff, token_id=found.pk)
+    return Credential(found.user.pk, found.user.is_staff, token_id=found.token_id)
 
 
 def refusal(credential: Credential) -> ProtocolError | None:

@@ -18,7 +18,7 @@ from django.db.models.functions import RowNumber
 
 from poolweb.models import Request, RequestChange
 from poolweb.selectors.versions import live_config
-from poolweb.sql import request_path
+from poolweb.sql import api_calls
 from reconcile import LIVE_STATES, State
 from reconcile.document import NAME_PATTERN
 
@@ -123,9 +123,9 @@ def request_get(*, user, request_id: int) -> Request | None:
     return requests_visible(user=user).filter(pk=request_id).first()
 
 
-def submitter_of(*, user) -> request_path.Submitter:
-    """What a submission by ``user`` reads first: the site row, their pending count, their groups."""
-    return request_path.submitter(user.pk)
+def submitter_of(*, user) -> api_calls.Submitter:
+    """What a submission by ``user`` reads first: their pending count and their groups."""
+    return api_calls.submitter(user.pk)
 
 
 def request_history(*, user, request_id: int) -> list[RequestChange] | None:

@@ -18,7 +18,7 @@ from poolweb.models import (
     ConfigVersion, Connection, Draft, Policy as PolicyRow, Pool as PoolRow, Profile as ProfileRow, Queue,
     Quota as QuotaRow, SiteState,
 )
-from poolweb.sql import request_path
+from poolweb.sql import api_calls
 from reconcile import Config, Policy, Pool, Profile, Quota, Vector
 from reconcile.quota import TermsCache
 
@@ -66,7 +66,7 @@ def site() -> SiteState:
     """The site row (the live version and the switch) as stored; defaults before the first write.
     Without the version's document: the engine reads the version's rows (built once, ``EngineVersions``), and the
     document, read and decoded on every request, cost more than the rest of the row."""
-    return request_path.site_row() or SiteState(pk=1)
+    return api_calls.site_row() or SiteState(pk=1)
 
 
 def live_version() -> ConfigVersion | None:

@@ -89,7 +89,7 @@ def publish_encoded(events: Iterable[Encoded]) -> None:
 
 def encoded_request_row(row) -> Encoded:
     """``request.updated`` of a request whose row is at hand, encoded (its id may be null yet:
-    ``request_path.insert_submission`` fills it in)."""
+    ``sql.api_calls.insert_submission`` fills it in)."""
     return REQUEST_UPDATED, row.owner_id, sql.json_text(request_data(row))
 
 

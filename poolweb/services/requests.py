@@ -16,20 +16,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from poolweb import sql
 from poolweb.models import Request as RequestRow, UnannouncedChange
-from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key
+from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key, submitter_of
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
 from poolweb.selectors.versions import EngineVersion, live_engine_version
 from poolweb.services import events
 from poolweb.services.changes import decision_columns, history_entry
 from poolweb.services.triggers import reconcile_soon
-from poolweb.sql import request_path
+from poolweb.sql import api_calls
 from reconcile import Config, Decision, Reason, Request, State, Vector, lifecycle
 from reconcile.quota import eligibility
 
@@ -50,6 +52,16 @@ class RequestConflict(Exception):
     """The request changed between reading and writing it; the caller may retry."""
 
 
+class TooManyPending(Exception):
+    """The user has as many pending requests as one may have (``POOLWEB_MAX_PENDING_PER_USER``).
+    Two submissions at once may both pass at the cap's edge: the cap bounds a runaway script, it is
+    no quota (quotas are the engine's)."""
+
+    def __init__(self, pending: int, cap: int) -> None:
+        super().__init__(f"you have {pending} pending requests, and {cap} is the most one user may have "
+                         f"(POOLWEB_MAX_PENDING_PER_USER): cancel some, or wait for them to start")
+
+
 @dataclass(frozen=True)
 class Submission:
     """A validated submission: everything ``request_create`` needs."""
@@ -63,24 +75,47 @@ class Submission:
     name: str = ""
     labels: dict[str, str] | None = None
 
+    def read(self, config: Config) -> Submission:
+        """Read already: it is what it says (``SubmissionSource``)."""
+        return self
+
+
+class SubmissionSource(Protocol):
+    """What a submission says, read against the live configuration once ``request_submit`` has
+    it: a ``Submission`` read already, or the API's body (``api.submission.SubmissionBody``), whose
+    reading raises its own error listing every problem."""
+
+    def read(self, config: Config) -> Submission: ...
+
 
 # --- submit --------------------------------------------------------------------------------------
 
-def request_submit(*, user, submission: Submission, idempotency_key: str | None = None,
-                   live: EngineVersion | None = None, groups: frozenset[str] | None = None) -> tuple[RequestRow, bool]:
+def request_submit(*, user, submission: SubmissionSource,
+                   idempotency_key: str | None = None) -> tuple[RequestRow, bool]:
     """Submit a request; returns it (possibly allocated already, when the pass ran inline) and
-    whether it is new. ``live`` is the live version the submission was read against and ``groups``
-    the names of the user's groups, when the caller read them (``selectors.requests.submitter_of``:
-    one statement for both, not three).
+    whether it is new. In this order, each before the next is read:
 
-    ``PermissionDenied`` when ``user`` is neither staff nor in the policy's group.
+    1. a retried ``idempotency_key`` returns the first request, whatever the submission says;
+    2. ``TooManyPending`` when the user has ``POOLWEB_MAX_PENDING_PER_USER`` pending requests;
+    3. the submission is read against the live configuration;
+    4. ``PermissionDenied`` when ``user`` is neither staff nor in the policy's group;
+    5. it is stored (``request_create``) and a pass asked for.
     """
-    live = live or live_engine_version()
+    if idempotency_key is not None:
+        earlier = request_by_idempotency_key(user=user, key=idempotency_key)
+        if earlier is not None:
+            return earlier, False
+    submitter = submitter_of(user=user)
+    cap = settings.POOLWEB["MAX_PENDING_PER_USER"]
+    if submitter.pending >= cap:
+        raise TooManyPending(submitter.pending, cap)
+    live = live_engine_version()
     config = live.config
-    if not may_submit(user, config, submission.policy, groups):
-        raise PermissionDenied(f"you may not submit to policy {submission.policy}: you are not in its group "
-                               f"{config.policy[submission.policy].group or '(none)'}")
-    row, created = request_create(user=user, submission=submission, live=live, idempotency_key=idempotency_key)
+    read = submission.read(config)
+    if not may_submit(user, config, read.policy, submitter.groups):
+        raise PermissionDenied(f"you may not submit to policy {read.policy}: you are not in its group "
+                               f"{config.policy[read.policy].group or '(none)'}")
+    row, created = request_create(user=user, submission=read, live=live, idempotency_key=idempotency_key)
     if created and row.state == State.PENDING.value and _reconcile():
         row = _fresh(row.pk)  # the pass ran here: it may be granted
     return row, created
@@ -103,26 +138,38 @@ def request_create(*, user, submission: Submission, live: EngineVersion,
         fields.update(state=State.PENDING.value, reason=Reason.SUBMITTED.value, message="waiting for the next pass")
     else:
         fields.update(state=State.REJECTED.value, reason=failure.reason.value, message=failure.message, finished_at=now)
-    row = RequestRow(**fields)
     try:
-        request_path.insert_submission(row, now, events.encoded_request_row(row))
-        return row, True
+        row = _store(RequestRow(**fields))
     except IntegrityError:
         earlier = request_by_idempotency_key(user=user, key=idempotency_key) if idempotency_key else None
         if earlier is None:
             raise
         return earlier, False
+    return row, True
 
 
-def may_submit(user, config: Config, policy: str, groups: frozenset[str] | None = None) -> bool:
-    """Admins may submit to any queue; others to the queues of a policy whose group they are in
-    (``groups``: the names of the user's groups, read already; else they are asked for)."""
+def _store(row: RequestRow) -> RequestRow:
+    """The new row, its first history entry and its event, in one transaction; inside a caller's,
+    a savepoint, so the idempotency key's constraint leaves that transaction usable. On
+    PostgreSQL one statement does the three (``api_calls.insert_submission``: the figure of
+    decision 110); elsewhere the ORM does, as below."""
+    if api_calls.submission_in_one_statement():
+        api_calls.insert_submission(row, events.encoded_request_row(row))
+        return row
+    with transaction.atomic():
+        row.save(force_insert=True)
+        sql.insert_changes([(row.pk, row.submitted_at, row.state, row.reason, row.message, row.attempt, None)])
+        events.publish_request_rows([row])
+    return row
+
+
+def may_submit(user, config: Config, policy: str, groups: frozenset[str]) -> bool:
+    """Admins may submit to any queue; others to the queues of a policy whose group (one of
+    ``groups``, the names of the user's) they are in."""
     if user.is_staff:
         return True
     group = config.policy[policy].group
-    if not group:
-        return False
-    return group in groups if groups is not None else request_path.in_group(user.pk, group)
+    return bool(group) and group in groups
 
 
 # --- heartbeat, release, cancel --------------------------------------------------------------------
@@ -166,8 +213,8 @@ def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) ->
     left to the pass this change asks for (``UnannouncedChange``): computing them here read every live
     and queued request of the pool and the policy, on every release.
     """
-    row = _locked(user, request_id)
-    before, queue_pool = to_engine(row, {}), row[len(SNAPSHOT_FIELDS)]
+    locked = _locked(user, request_id)
+    before = locked.request
     if attempt is not None and attempt != before.attempt:
         return _fresh(request_id), False
     decision = action(before, user.get_username())
@@ -175,11 +222,11 @@ def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) ->
         return _fresh(request_id), False
     now = timezone.now()
     after, columns = decision_columns(before, decision, now)
-    if not request_path.update_request(request_id, before.state.value, columns):
+    if not api_calls.update_request(request_id, before.state.value, columns):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
     sql.insert_changes([history_entry(after, decision, now)])
     # Its capacity or its place is free now: the pass announces the pool's and the policy's numbers.
-    request_path.insert_row(UnannouncedChange(pool=before.pool or queue_pool or "", policy=before.policy))
+    UnannouncedChange.objects.create(pool=before.pool or locked.queue_pool or "", policy=before.policy)
     row = _fresh(request_id)
     events.publish_request_rows([row])
     return row, True
@@ -187,7 +234,7 @@ def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) ->
 
 @transaction.atomic
 def _renew(*, user, request_id: int, attempt: int | None) -> RequestRow:
-    before = to_engine(_locked(user, request_id), {})
+    before = _locked(user, request_id).request
     now = timezone.now()
     if attempt is not None and attempt != before.attempt:
         raise RequestNotLive(f"attempt {attempt} is not the current attempt of request {request_id}: it is at "
@@ -199,26 +246,36 @@ def _renew(*, user, request_id: int, attempt: int | None) -> RequestRow:
     except lifecycle.NotLive:
         raise RequestNotLive(f"request {request_id} is {before.state.value}, not live: "
                              "there is no lease to renew") from None
-    if not request_path.update_request(request_id, before.state.value, {"lease_expires_at": after.lease_expires_at}):
+    if not api_calls.update_request(request_id, before.state.value, {"lease_expires_at": after.lease_expires_at}):
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
     row = _fresh(request_id)
     events.publish_request_rows([row])  # its lease_expires_at is news to whoever follows it
     return row
 
 
-def _locked(user, request_id: int) -> tuple:
-    """The request's row (``SNAPSHOT_FIELDS`` as the driver gives them, then its queue pool)
-    locked for this transaction, if ``user`` may see it."""
-    rows = sql.select_requests((*SNAPSHOT_FIELDS, "queue_pool", "owner"), "id", [request_id], lock=True) \
-        if 1 <= request_id <= MAX_ID else []
-    if not rows or not (user.is_staff or rows[0][-1] == user.pk):
+class Locked(NamedTuple):
+    """A request read to be changed, locked to the end of the transaction."""
+
+    request: Request  # as the engine sees it
+    queue_pool: str | None  # the pool it queued for, while pending
+
+
+LOCKED_FIELDS = (*SNAPSHOT_FIELDS, "queue_pool", "owner")
+
+
+def _locked(user, request_id: int) -> Locked:
+    """The request locked for this transaction, if ``user`` may see it (by the pass's plain
+    statement: through the ORM this read cost a release more than its writes, decision 71)."""
+    rows = sql.select_requests(LOCKED_FIELDS, "id", [request_id], lock=True) if 1 <= request_id <= MAX_ID else []
+    row = dict(zip(LOCKED_FIELDS, rows[0])) if rows else None
+    if row is None or not (user.is_staff or row["owner"] == user.pk):
         raise RequestNotFound(f"there is no request {request_id}")
-    return rows[0]
+    return Locked(to_engine([row[name] for name in SNAPSHOT_FIELDS], {}), row["queue_pool"])
 
 
 def _fresh(request_id: int) -> RequestRow:
     """The request as it is now (one its caller found ``user`` may see)."""
-    row = request_path.request_with_owner(request_id)
+    row = api_calls.request_with_owner(request_id)
     if row is None:  # deleted meanwhile (its owner was)
         raise RequestNotFound(f"there is no request {request_id}")
     return row

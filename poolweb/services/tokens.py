@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from poolweb.models import ApiToken
-from poolweb.sql import request_path
+from poolweb.sql.api_calls import Bearer, bearer
 
 MAX_NAME = 100  # ApiToken.name
 COMMAND_NAME = "create_api_token"  # the name of a token made by the command without --name
@@ -63,16 +63,16 @@ def token_issue(*, user, name: str = COMMAND_NAME) -> str:
     return token_create(user=user, name=name)[1]
 
 
-def token_authenticate(token: str) -> ApiToken | None:
+def token_authenticate(token: str) -> Bearer | None:
     """The token of an active user, its use noted; None for an unknown token or inactive user."""
     if not token.isascii():
         return None  # a secret is URL-safe base64; a lone surrogate could not even be hashed
-    found = request_path.token_with_user(digest(token))
+    found = bearer(digest(token))
     if found is None or not found.user.is_active:
         return None
     now = timezone.now()
     if found.last_used_at is None or now - found.last_used_at >= LAST_USED_PRECISION:
-        ApiToken.objects.filter(pk=found.pk).update(last_used_at=now)
+        ApiToken.objects.filter(pk=found.token_id).update(last_used_at=now)
     return found
 
 

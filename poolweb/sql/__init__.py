@@ -17,7 +17,8 @@ on write, model instances and ``bulk_create`` for events); here it costs what th
 - ``lock_outbox`` and ``sequence_high_water``: PostgreSQL's advisory lock and sequence functions;
 - ``pass_lock``: passes, provisions and the switch one at a time, without SQLite's write lock.
 
-What every API call reads (the token, the site row) is in ``poolweb.sql.request_path``.
+What one API call reads and writes (the token, the site row, a submission) is in
+``poolweb.sql.api_calls`` (decision 110).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import psycopg
 from django.db import OperationalError, connection
 from rest_framework.utils.encoders import JSONEncoder
 
+from poolweb.django_internals import django_cursor
 from poolweb.models import Event, Request as RequestRow, RequestChange
 from poolweb.sqlite.base import PASS_LOCK_FILE
 from poolweb.sqlite.locks import LockTimeout, file_lock
@@ -74,7 +76,7 @@ def _bound_cursor() -> Iterator:
     cold pass's writing. Here a column of values travels as one binary array (``%b``) that
     ``unnest`` or ``= ANY`` takes apart on the server."""
     connection.ensure_connection()
-    cursor = connection._prepare_cursor(psycopg.Cursor(connection.connection))
+    cursor = django_cursor(connection, psycopg.Cursor(connection.connection))
     try:
         yield cursor
     finally:

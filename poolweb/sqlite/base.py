@@ -21,6 +21,7 @@ import os
 
 from django.db.backends.sqlite3 import base
 
+from poolweb.django_internals import SQLiteTransactionHooks
 from poolweb.private_files import open_private, tighten
 from poolweb.sqlite.locks import FileLock, file_lock
 
@@ -28,7 +29,7 @@ WRITE_LOCK_FILE = ".write-lock"  # held while a transaction writes (below)
 PASS_LOCK_FILE = ".pass-lock"  # whoever runs a pass (poolweb.sql.pass_lock)
 
 
-class DatabaseWrapper(base.DatabaseWrapper):
+class DatabaseWrapper(SQLiteTransactionHooks):
     _writer: int | None = None  # the lock file's descriptor while a write transaction is open
 
     def get_new_connection(self, conn_params):
@@ -50,29 +51,11 @@ class DatabaseWrapper(base.DatabaseWrapper):
         except OSError as error:  # as SQLite says it: a database that cannot be opened is down
             raise base.Database.OperationalError(f"unable to open database file {name}: {error.strerror}") from None
 
-    def _start_transaction_under_autocommit(self) -> None:
+    def transaction_starting(self) -> None:
         self._writer = self._write_lock().acquire(self.settings_dict["OPTIONS"].get("timeout", 5))
-        try:
-            super()._start_transaction_under_autocommit()
-        except BaseException:
-            self._release_writer()
-            raise
 
-    # Whichever way a transaction ends, the lock goes with it.
-    def _commit(self) -> None:
-        self._ending(super()._commit)
-
-    def _rollback(self) -> None:
-        self._ending(super()._rollback)
-
-    def _close(self) -> None:
-        self._ending(super()._close)
-
-    def _ending(self, end) -> None:
-        try:
-            end()
-        finally:
-            self._release_writer()
+    def transaction_ended(self) -> None:
+        self._release_writer()
 
     def _release_writer(self) -> None:
         if self._writer is not None:

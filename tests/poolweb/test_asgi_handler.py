@@ -1,4 +1,4 @@
-"""``poolweb.asgi.OneHop``, driven as the server drives it: a response in memory and a streaming
+"""``poolweb.django_internals.SyncMiddlewareASGIHandler``, driven as the server drives it: a response in memory and a streaming
 one both arrive whole, and each request's ``request_finished`` comes once, after its body is
 produced (a streaming response is closed only once it has been sent)."""
 
@@ -11,7 +11,7 @@ from django.core import signals
 from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import path
 
-from poolweb.asgi import OneHop
+from poolweb.django_internals import SyncMiddlewareASGIHandler
 
 events: list[str] = []
 
@@ -48,7 +48,7 @@ async def call(url: str) -> tuple[int, bytes]:
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
              "scheme": "http", "path": url, "raw_path": url.encode(), "query_string": b"", "root_path": "",
              "headers": [(b"host", b"testserver")], "client": ("127.0.0.1", 5000), "server": ("testserver", 80)}
-    communicator = ApplicationCommunicator(OneHop(), scope)
+    communicator = ApplicationCommunicator(SyncMiddlewareASGIHandler(), scope)
     await communicator.send_input({"type": "http.request", "body": b""})
     start, body = await communicator.receive_output(5), b""
     while True:

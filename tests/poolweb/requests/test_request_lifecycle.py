@@ -4,6 +4,7 @@ conditionally on the state read."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -11,8 +12,9 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from poolweb.api.submission import read_submission
-from poolweb.models import Request
+from poolweb.models import Event, Request, RequestChange
 from poolweb.services import requests as services
+from poolweb.selectors.requests import submitter_of
 from poolweb.selectors.versions import live_config, live_engine_version
 from reconcile import Config, Policy
 
@@ -61,6 +63,17 @@ def test_a_failing_pass_does_not_fail_a_stored_submission(provisioned, bob, monk
     assert submit(bob, **DEV_HALF).state == "pending"
 
 
+def test_a_submission_stores_its_row_its_first_history_entry_and_its_event_with_the_rows_id(provisioned, bob):
+    row, _ = services.request_create(user=bob, submission=read_submission(DEV_HALF, live_config()),
+                                     live=live_engine_version())  # no pass after it
+
+    assert Request.objects.get().pk == row.pk
+    assert RequestChange.objects.values_list("request_id", "at", "state", "attempt").get() == (
+        row.pk, row.submitted_at, "pending", 1)
+    data = [json.loads(text) for text in Event.objects.filter(type="request.updated").values_list("data", flat=True)]
+    assert [(event["id"], event["state"], event["owner"]) for event in data] == [(row.pk, "pending", "bob")]
+
+
 def test_a_user_outside_the_policys_group_is_refused_before_anything_is_stored(provisioned, bob, carol):
     for user, policy in ((bob, "research"), (carol, "dev")):
         with pytest.raises(PermissionDenied):
@@ -69,15 +82,16 @@ def test_a_user_outside_the_policys_group_is_refused_before_anything_is_stored(p
 
 
 def test_admins_may_submit_anywhere_and_members_to_their_groups_policies(provisioned, alice, bob):
-    config = live_config()
-    assert services.may_submit(alice, config, "research")
-    assert not services.may_submit(bob, config, "research")
-    assert services.may_submit(bob, config, "dev")
+    config, groups = live_config(), submitter_of(user=bob).groups
+    assert services.may_submit(alice, config, "research", frozenset())
+    assert not services.may_submit(bob, config, "research", groups)
+    assert services.may_submit(bob, config, "dev", groups)
 
 
 def test_a_policy_without_a_group_takes_submissions_from_admins_only(alice, bob):
     config = Config(policies=(Policy("open"),))
-    assert (services.may_submit(alice, config, "open"), services.may_submit(bob, config, "open")) == (True, False)
+    assert (services.may_submit(alice, config, "open", frozenset()),
+            services.may_submit(bob, config, "open", frozenset({"dev"}))) == (True, False)
 
 
 # --- idempotency ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Every place Poolweb relies on a part of Django that is not its public API, and nowhere else.
 
-tests/poolweb/test_django_internals.py checks each of them against the installed Django, so an
+tests/poolweb/serving/test_django_internals.py checks each of them against the installed Django, so an
 upgrade that changes one fails there, by name, before it fails in production. Each is here for a
 measured reason, given beside it:
 

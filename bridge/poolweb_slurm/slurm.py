@@ -95,7 +95,7 @@ class Slurm:
         """The comment squeue shows, per job; jobs given the same text share one call."""
         by_text: dict[str, list[str]] = {}
         for job, text in comments.items():
-            by_text.setdefault(comment_text(text), []).append(job)
+            by_text.setdefault(printable(text), []).append(job)
         self.each(["scontrol", "update", f"jobid={','.join(jobs)}", f"comment={text}"] for text, jobs in by_text.items())
 
     def grant(self, jobs: Sequence[str], *, partition: str) -> None:
@@ -231,9 +231,10 @@ def memory_mib(text: str) -> int:
     return int(-(-number * MEMORY_UNITS[unit] // 1))
 
 
-def comment_text(text: str) -> str:
-    """What the bridge may write into a comment: no control characters (a terminal running squeue
-    would act on them; a newline would break squeue's one line a job), at most COMMENT_LENGTH."""
-    printable = "".join(" " if unicodedata.category(char) in {"Cc", "Cf", "Zl", "Zp"} else char for char in text)
-    printable = " ".join(printable.split())
-    return printable if len(printable) <= COMMENT_LENGTH else printable[:COMMENT_LENGTH - 1] + "…"
+def printable(text: str, limit: int = COMMENT_LENGTH) -> str:
+    """Text the bridge may write into a comment (or Poolweb into a name): no control characters (a
+    terminal running squeue would act on them; a newline would break squeue's one line a job),
+    whitespace runs as one space, at most ``limit`` characters."""
+    shown = " ".join("".join(" " if unicodedata.category(char) in {"Cc", "Cf", "Zl", "Zp"} else char
+                             for char in text).split())
+    return shown if len(shown) <= limit else shown[:limit - 1] + "…"

@@ -1,8 +1,9 @@
 """What the bridge reads from Slurm and does to it, through Slurm's own commands (decision 129).
 
 Slurm 22.05's commands have no ``--json``; one ``squeue`` reads every job of the gated
-partitions per poll, in a format whose separators no value but a job's own name and comment can
-hold (those come last). The actions go in batches where the command takes a job list::
+partitions per poll, its fields and jobs separated by marks made afresh for each read, which no
+value can hold: a user may put any character in a job's name and comment, but cannot guess the
+marks to forge another job. The actions go in batches where the command takes a job list::
 
     slurm = Slurm(partitions=("bare-metal", "h100"))
     jobs = slurm.jobs()                                   # [Job(id="12", user="ann", gpus=4, ...)]
@@ -16,16 +17,14 @@ what Slurm said about it.
 from __future__ import annotations
 
 import re
+import secrets
 import subprocess
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-FIELD = "\x1f"  # ASCII unit separator: between the fields of a job
-RECORD = "\x1e"  # ASCII record separator: after a job's last field, before squeue's newline
-
-# squeue -O fields, in the order parsed; name and comment last, being the job owner's free text.
+# squeue -O fields, in the order parsed.
 COLUMNS = ("JobID", "ArrayJobID", "ArrayTaskID", "UserName", "Account", "Partition", "State", "Reason",
            "PriorityLong", "tres-per-job", "tres-per-node", "tres-per-task", "NumNodes", "NumTasks",
            "tres-alloc", "SubmitTime", "Name", "Comment")
@@ -84,10 +83,10 @@ class Slurm:
 
     def jobs(self) -> list[Job]:
         """Every job of the gated partitions, one per array task, in one squeue call."""
-        fields = ",".join(f"{column}:{FIELD}" for column in COLUMNS[:-1]) + f",{COLUMNS[-1]}:{RECORD}"
-        output = self.run(["squeue", "-h", "-r", "-p", ",".join(self.partitions), "-O", fields])
-        records = output.split(RECORD + "\n")
-        return [parse_job(record) for record in records if record.strip()]
+        marks = Marks.fresh()
+        output = self.run(["squeue", "-h", "-r", "-p", ",".join(self.partitions), "-O", marks.format()])
+        records = output.split(marks.record + "\n")
+        return [parse_job(record, marks) for record in records if record.strip()]
 
     # --- acting ---------------------------------------------------------------------------------
 
@@ -106,9 +105,9 @@ class Slurm:
         try:
             self.run(["scontrol", "update", f"jobid={','.join(jobs)}", f"partition={partition}"])
         except SlurmError as moved_not_all:
-            remaining = [job for job in jobs if job not in moved_not_all.failures]
-            if remaining:
-                self.release(remaining)
+            # Release only the jobs surely moved: when Slurm named no job, none is released.
+            if "*" not in moved_not_all.failures:
+                self.release([job for job in jobs if job not in moved_not_all.failures])
             raise
         self.release(jobs)
 
@@ -131,11 +130,21 @@ class Slurm:
         self.run(["scancel", f"--signal={signal}", "--full", *jobs])
 
     def cancel(self, jobs: Sequence[str], reason: str) -> None:
-        """Ends the jobs; the reason stays in the comment squeue shows while Slurm keeps the job."""
+        """Ends the jobs, even those whose comment could not be written; the reason stays in the
+        comment squeue shows while Slurm keeps the job."""
         if not jobs:
             return
-        self.set_comments({job: reason for job in jobs})
-        self.run(["scancel", *jobs])
+        failures: dict[str, str] = {}
+        try:
+            self.set_comments({job: reason for job in jobs})
+        except SlurmError as not_commented:
+            failures.update(not_commented.failures)
+        try:
+            self.run(["scancel", *jobs])
+        except SlurmError as not_cancelled:
+            failures.update(not_cancelled.failures)
+        if failures:
+            raise SlurmError("scancel", failures)
 
     # --- running commands -----------------------------------------------------------------------
 
@@ -165,6 +174,22 @@ class Slurm:
 
 # --- parsing ------------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Marks:
+    """What squeue writes after each field and after each job: squeue's suffixes (``-O
+    Field:<suffix>``), an ASCII separator and a random token, so that no name or comment matches."""
+    field: str
+    record: str
+
+    @classmethod
+    def fresh(cls) -> Marks:
+        token = secrets.token_hex(8)
+        return cls(field=f"\x1f{token}", record=f"\x1e{token}")
+
+    def format(self) -> str:
+        return ",".join(f"{column}:{self.field}" for column in COLUMNS[:-1]) + f",{COLUMNS[-1]}:{self.record}"
+
+
 # Slurm's messages name the job at the end ("... for job 12", "Kill job error on job id 12: ...").
 JOB_IN_MESSAGE = re.compile(r"(?:for job|on job id|job id|JobId=)\s*(\d+(?:_\d+)?)")
 
@@ -177,8 +202,8 @@ def job_failures(stderr: str) -> dict[str, str]:
     return failures or {"*": "failed without a message"}
 
 
-def parse_job(record: str) -> Job:
-    values = record.lstrip("\n").split(FIELD, len(COLUMNS) - 1)
+def parse_job(record: str, marks: Marks) -> Job:
+    values = record.lstrip("\n").split(marks.field)
     if len(values) != len(COLUMNS):
         raise SlurmError("squeue", {"*": f"cannot read the line {record[:200]!r}"})
     row = dict(zip(COLUMNS, values, strict=True))
@@ -217,7 +242,7 @@ def gpu_count(tres: str) -> int:
 
 def requested_gpus(row: Mapping[str, str]) -> int:
     per_job = gpu_count(row["tres-per-job"])
-    per_node = gpu_count(row["tres-per-node"]) * int(row["NumNodes"] or 1)
+    per_node = gpu_count(row["tres-per-node"]) * int(row["NumNodes"] if row["NumNodes"].isdigit() else 1)
     per_task = gpu_count(row["tres-per-task"]) * int(row["NumTasks"] if row["NumTasks"].isdigit() else 1)
     return per_job or per_node or per_task
 

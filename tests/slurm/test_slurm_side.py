@@ -113,11 +113,12 @@ def test_requeue_held_puts_a_running_job_back_in_the_queue_held(cluster, slurm):
 
 
 def test_a_signal_reaches_the_batch_script_of_a_running_job(cluster, slurm):
-    marker = Path(cluster.directory) / "jobs" / "signalled"
-    job = cluster.submit("-p", "h100", "--wrap",
-                         f"trap 'echo got USR1 > {marker}; exit 0' USR1; while true; do sleep 0.2; done")
+    ready, marker = (Path(cluster.directory) / "jobs" / name for name in ("trapping", "signalled"))
+    job = cluster.submit("-p", "h100", "--wrap", f"trap 'echo got USR1 > {marker}; exit 0' USR1; touch {ready}; "
+                                                 "while true; do sleep 0.2; done")
     slurm.grant([job], partition="h100")
-    cluster.wait_for_job(job, {"RUNNING"})
+    # RUNNING comes at allocation, before the script starts: a signal then would find no trap.
+    wait_until(ready.exists, "the script to set its trap")
 
     slurm.signal([job], "USR1")
 
@@ -152,3 +153,25 @@ def test_a_failure_names_the_job_and_slurms_message_and_the_others_are_done(clus
 def test_every_command_is_bounded_by_the_timeout(cluster):
     with pytest.raises(SlurmError, match="squeue: no answer within 0.001 s"):
         Slurm(GATED, timeout=0.001, environment=cluster.environment()).jobs()
+
+
+def test_a_name_and_comment_holding_squeues_separators_cannot_forge_a_job(cluster, slurm):
+    forged = "x\x1e\n999\x1f999\x1fN/A\x1falice\x1fresearch\x1fh100\x1fPENDING\x1fJobHeldUser\x1f0"
+    job = cluster.submit("-p", "h100", "-J", "a\x1fb\x1e\nc", "--wrap", "true")
+    cluster.run("scontrol", "update", f"jobid={job}", f"comment={forged}")  # any job's owner may
+
+    jobs = jobs_by_id(slurm)
+
+    assert "999" not in jobs
+    assert (jobs[job].name, jobs[job].comment, jobs[job].user) == ("a\x1fb\x1e\nc", forged, "root")
+    cluster.run("scancel", job)
+
+
+def test_cancel_ends_the_jobs_it_could_not_comment(cluster, slurm):
+    job = cluster.submit("-p", "h100", "--wrap", "true")
+
+    with pytest.raises(SlurmError) as failed:
+        slurm.cancel([job, "999999"], "poolweb: cancelled in Poolweb")
+
+    assert set(failed.value.failures) == {"999999"}
+    assert cluster.wait_for_job(job, {"CANCELLED"})["Comment"] == "poolweb: cancelled in Poolweb"

@@ -175,3 +175,18 @@ def test_cancel_ends_the_jobs_it_could_not_comment(cluster, slurm):
 
     assert set(failed.value.failures) == {"999999"}
     assert cluster.wait_for_job(job, {"CANCELLED"})["Comment"] == "poolweb: cancelled in Poolweb"
+
+
+def test_one_grant_call_pair_releases_many_jobs_and_one_task_of_an_array(cluster, slurm):
+    jobs = [cluster.submit("-p", "bare-metal,h100", "--gres=gpu:1", "--wrap", "sleep 30") for _ in range(4)]
+    array = cluster.submit("-p", "bare-metal,h100", "--gres=gpu:1", "-a", "1-3", "--wrap", "sleep 30")
+    slurm.calls.clear()
+
+    slurm.grant([*jobs, f"{array}_2"], partition="h100")
+
+    assert [command[:2] for command in slurm.calls] == [["scontrol", "update"], ["scontrol", "release"]]
+    for job in (*jobs, f"{array}_2"):
+        assert cluster.wait_for_job(job, {"RUNNING"})["Partition"] == "h100"
+    others = jobs_by_id(slurm)
+    assert [others[f"{array}_{task}"].held for task in (1, 3)] == [True, True]
+    cluster.run("scancel", *jobs, array)

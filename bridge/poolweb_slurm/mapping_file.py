@@ -33,8 +33,9 @@ PARTITION_CHOICES = ("job", "any")  # the job's partitions bound its pools; or a
 UNLISTED_ACCOUNTS = ("same-name", "refuse")
 MAX_RETRIES = 10  # Poolweb's bound on max_retries (docs/api.md §3)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")  # Slurm partitions and accounts; Poolweb pools
-HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]")
-SETTING = re.compile(r'^\s*("[^"]*"|[A-Za-z0-9_-]+)\s*=')
+HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]")  # [accounts."ml.team"]
+KEY_PART = re.compile(r'"[^"]*"|[^."\s]+')  # a header's parts: quoted, or bare
+SETTING = re.compile(r'^\s*("[^"]*"|[A-Za-z0-9_-]+)\s*=')  # key = ...
 
 
 class MappingError(ValueError):
@@ -89,88 +90,97 @@ def parse_mapping(text: str, source: str) -> BridgeMapping:
     except tomllib.TOMLDecodeError as bad:
         raise MappingError(source, "", None, f"not TOML: {bad}") from None
     reader = Reader(text, source)
-    reader.only(document, "", {"cluster", "pools", "jobs", "accounts"})
-    jobs = reader.table(document, "jobs")
-    reader.only(jobs, "jobs", {"profile", "dynamic_profile", "preemptible", "retries", "partitions",
-                               "unlisted_accounts"})
-    pools = reader.table(document, "pools", required=True)
+    reader.only(document, (), {"cluster", "pools", "jobs", "accounts"})
+    jobs = reader.table(document, ("jobs",))
+    reader.only(jobs, ("jobs",), {"profile", "dynamic_profile", "preemptible", "retries", "partitions",
+                                  "unlisted_accounts"})
     return BridgeMapping(
-        source=source, cluster=reader.text(document, "cluster", required=True, pattern=NAME),
-        pools=reader.pools(pools),
-        profile=reader.text(jobs, "jobs.profile") or MATCH,
-        dynamic_profile=reader.text(jobs, "jobs.dynamic_profile") or "",
-        preemptible=reader.boolean(jobs, "jobs.preemptible", default=True),
-        retries=reader.retries(jobs, "jobs.retries", default=3),
-        partitions=reader.choice(jobs, "jobs.partitions", PARTITION_CHOICES),
-        unlisted_accounts=reader.choice(jobs, "jobs.unlisted_accounts", UNLISTED_ACCOUNTS),
-        accounts={account: reader.account(rules, f"accounts.{account}")
-                  for account, rules in reader.table(document, "accounts").items()})
+        source=source, cluster=reader.name(document, ("cluster",), required=True),
+        pools=reader.pools(reader.table(document, ("pools",), required=True)),
+        profile=reader.text(jobs, ("jobs", "profile")) or MATCH,
+        dynamic_profile=reader.text(jobs, ("jobs", "dynamic_profile")) or "",
+        preemptible=reader.boolean(jobs, ("jobs", "preemptible"), default=True),
+        retries=reader.retries(jobs, ("jobs", "retries"), default=3),
+        partitions=reader.choice(jobs, ("jobs", "partitions"), PARTITION_CHOICES),
+        unlisted_accounts=reader.choice(jobs, ("jobs", "unlisted_accounts"), UNLISTED_ACCOUNTS),
+        accounts={account: reader.account(rules, ("accounts", account))
+                  for account, rules in reader.table(document, ("accounts",)).items()})
+
+
+Key = tuple[str, ...]  # a setting's path: ("accounts", "ml", "retries")
+
+
+def dotted(key: Key) -> str:
+    """``accounts.ml.retries``; a part holding a dot quoted, as TOML writes it."""
+    return ".".join(f'"{part}"' if "." in part else part for part in key)
 
 
 class Reader:
-    """Reads the parsed TOML, and finds the line of a key in the text for the error."""
+    """Reads settings from the parsed TOML; finds a setting's line in the text for its error."""
 
     def __init__(self, text: str, source: str):
         self.lines = text.splitlines()
         self.source = source
 
-    def fail(self, key: str, message: str) -> MappingError:
-        return MappingError(self.source, key, self.line_of(key), message)
+    def fail(self, key: Key, message: str) -> MappingError:
+        return MappingError(self.source, dotted(key), self.line_of(key), message)
 
-    def line_of(self, key: str) -> int | None:
-        """The line that sets ``key`` (``accounts.ml.policy``) under its table's header, or the
-        header that opens it (``[accounts.ml]``); None for a key the text does not spell plainly."""
-        parts = key.split(".")
+    def line_of(self, key: Key) -> int | None:
+        """The line that sets ``key`` under its table's header, or the header that opens it
+        (``[accounts.ml]``); None for a key the text does not spell plainly."""
         table: list[str] = []
         for number, line in enumerate(self.lines, start=1):
             if header := HEADER.match(line):
-                table = [unquoted(part) for part in header.group(1).split(".")]
-                if table == parts:
+                table = [unquoted(part) for part in KEY_PART.findall(header.group(1))]
+                if tuple(table) == key:
                     return number
-            elif (setting := SETTING.match(line)) and [*table, unquoted(setting.group(1))] == parts:
+            elif (setting := SETTING.match(line)) and (*table, unquoted(setting.group(1))) == key:
                 return number
         return None
 
-    def only(self, table: MappingType[str, Any], where: str, known: set[str]) -> None:
-        for key in table:
-            if key not in known:
-                name = f"{where}.{key}" if where else key
-                raise self.fail(name, f"unknown setting; the settings here are {', '.join(sorted(known))}")
+    def only(self, table: MappingType[str, Any], where: Key, known: set[str]) -> None:
+        for name in table:
+            if name not in known:
+                raise self.fail((*where, name), f"unknown setting; the settings here are {', '.join(sorted(known))}")
 
-    def table(self, document: MappingType[str, Any], key: str, *, required: bool = False) -> dict[str, Any]:
-        value = document.get(key)
+    def table(self, document: MappingType[str, Any], key: Key, *, required: bool = False) -> dict[str, Any]:
+        value = document.get(key[-1])
         if value is None and not required:
             return {}
         if not isinstance(value, dict):
-            raise self.fail(key, f"expected a table [{key}]" + ("" if value is not None else ", and it is missing"))
+            missing = ", and it is missing" if value is None else ""
+            raise self.fail(key, f"expected a table [{dotted(key)}]{missing}")
         return value
 
-    def text(self, table: MappingType[str, Any], key: str, *, required: bool = False,
-             pattern: re.Pattern[str] | None = None) -> str | None:
-        value = table.get(key.rsplit(".", 1)[-1])
-        if value is None:
-            if required:
-                raise MappingError(self.source, key, None, "missing: it is required")
-            return None
-        if not isinstance(value, str) or (pattern and not pattern.match(value)):
+    def text(self, table: MappingType[str, Any], key: Key) -> str | None:
+        value = table.get(key[-1])
+        if value is not None and (not isinstance(value, str) or not value):
+            raise self.fail(key, f"expected a name, got {value!r}")
+        return value
+
+    def name(self, table: MappingType[str, Any], key: Key, *, required: bool = False) -> str | None:
+        value = table.get(key[-1])
+        if value is None and required:
+            raise self.fail(key, "missing: it is required")
+        if value is not None and not (isinstance(value, str) and NAME.match(value)):
             raise self.fail(key, f"expected a name (letters, digits, '_', '.', '-'), got {value!r}")
         return value
 
-    def boolean(self, table: MappingType[str, Any], key: str, *, default: bool | None) -> bool | None:
-        value = table.get(key.rsplit(".", 1)[-1], default)
+    def boolean(self, table: MappingType[str, Any], key: Key, *, default: bool | None) -> bool | None:
+        value = table.get(key[-1], default)
         if value is not None and not isinstance(value, bool):
             raise self.fail(key, f"expected true or false, got {value!r}")
         return value
 
-    def retries(self, table: MappingType[str, Any], key: str, *, default: int | None) -> int | None:
-        value = table.get(key.rsplit(".", 1)[-1], default)
+    def retries(self, table: MappingType[str, Any], key: Key, *, default: int | None) -> int | None:
+        value = table.get(key[-1], default)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                   or not 0 <= value <= MAX_RETRIES):
             raise self.fail(key, f"expected a whole number from 0 to {MAX_RETRIES}, got {value!r}")
         return value
 
-    def choice(self, table: MappingType[str, Any], key: str, choices: tuple[str, ...]) -> str:
-        value = table.get(key.rsplit(".", 1)[-1], choices[0])
+    def choice(self, table: MappingType[str, Any], key: Key, choices: tuple[str, ...]) -> str:
+        value = table.get(key[-1], choices[0])
         if value not in choices:
             raise self.fail(key, f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
         return value
@@ -178,23 +188,22 @@ class Reader:
     def pools(self, table: MappingType[str, Any]) -> dict[str, str]:
         pools: dict[str, str] = {}
         for partition in table:
-            pool = self.text(table, f"pools.{partition}", pattern=NAME)
+            pool = self.name(table, ("pools", partition), required=True)
             if pool in pools.values():
-                raise self.fail(f"pools.{partition}", f"pool {pool} is mapped from two partitions; a grant on it "
+                raise self.fail(("pools", partition), f"pool {pool} is mapped from two partitions; a grant on it "
                                                       "must name one partition")
             pools[partition] = pool
         if not pools:
-            raise self.fail("pools", "maps no partition: add partition = \"pool\" lines")
+            raise self.fail(("pools",), "maps no partition: add partition = \"pool\" lines")
         return pools
 
-    def account(self, rules: Any, key: str) -> AccountRules:
+    def account(self, rules: Any, key: Key) -> AccountRules:
         if not isinstance(rules, dict):
-            raise self.fail(key, "expected a table [" + key + "] with policy, profile, preemptible or retries")
+            raise self.fail(key, f"expected a table [{dotted(key)}] with policy, profile, preemptible or retries")
         self.only(rules, key, {"policy", "profile", "preemptible", "retries"})
-        return AccountRules(policy=self.text(rules, f"{key}.policy", pattern=NAME),
-                            profile=self.text(rules, f"{key}.profile"),
-                            preemptible=self.boolean(rules, f"{key}.preemptible", default=None),
-                            retries=self.retries(rules, f"{key}.retries", default=None))
+        return AccountRules(policy=self.name(rules, (*key, "policy")), profile=self.text(rules, (*key, "profile")),
+                            preemptible=self.boolean(rules, (*key, "preemptible"), default=None),
+                            retries=self.retries(rules, (*key, "retries"), default=None))
 
 
 def unquoted(key: str) -> str:

@@ -178,6 +178,8 @@ BAD_FILES = [
     BadFile("not TOML", 'cluster = "c1"\n[pools\n', f"{FILE}: not TOML: Expected ']' at the end of a table "
                                                      "declaration (at line 2, column 7)"),
     BadFile("no cluster", '[pools]\nh100 = "h100"\n', f"{FILE}: cluster: missing: it is required"),
+    BadFile("an empty profile", 'cluster = "c1"\n[pools]\nh100 = "h100"\n[jobs]\nprofile = ""\n',
+            f"{FILE}, line 5: jobs.profile: expected a name, got ''"),
     BadFile("no pools", 'cluster = "c1"\n', f"{FILE}: pools: expected a table [pools], and it is missing"),
     BadFile("an unknown setting", 'cluster = "c1"\n[pools]\nh100 = "h100"\n[jobs]\nretry = 2\n',
             f"{FILE}, line 5: jobs.retry: unknown setting; the settings here are dynamic_profile, partitions, "
@@ -218,3 +220,12 @@ def test_the_documented_example_is_a_valid_mapping():
     mapping = parse_mapping(example, FILE)
     assert mapping.pools == {"bare-metal": "bare-metal", "h100": "h100"}
     assert map_job(mapping, Catalogue.from_document(LIVE), job(account="research")).body["profile"] == "4xgpu"
+
+
+def test_names_with_dots_are_read_and_named_whole():
+    mapping = parse_mapping('cluster = "c1"\n[pools]\n"gpu.a100" = "a100"\n[accounts."ml.team"]\npolicy = "ml"\n', FILE)
+    assert (mapping.pools, mapping.accounts["ml.team"].policy) == ({"gpu.a100": "a100"}, "ml")
+    with pytest.raises(MappingError) as refused:
+        parse_mapping('cluster = "c1"\n[pools]\nh100 = "h100"\n[accounts."ml.team"]\nretries = -1\n', FILE)
+    assert str(refused.value) == f'{FILE}, line 5: accounts."ml.team".retries: expected a whole number from 0 ' \
+                                 'to 10, got -1'

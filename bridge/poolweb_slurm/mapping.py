@@ -141,7 +141,11 @@ def job_profile(mapping: BridgeMapping, catalogue: Catalogue, job: Job, rules: A
     if fitting:
         return min(fitting, key=best_fit)
     if mapping.dynamic_profile:
-        return usable_profile(mapping, catalogue, mapping.dynamic_profile, policy, pools)
+        dynamic = usable_profile(mapping, catalogue, mapping.dynamic_profile, policy, pools)
+        if not dynamic.dynamic:
+            raise Refused(f"dynamic_profile = \"{dynamic.name}\" under [jobs] in {mapping.source} names a fixed "
+                          "profile, which cannot take the job's amounts: name a dynamic one")
+        return dynamic
     raise Refused(f"no fixed Poolweb profile of policy {policy} on {', '.join(pools)} fits {amounts(job)}: submit "
                   f"with the amounts of one of {', '.join(offered(catalogue, policy)) or 'none'}, or name a "
                   f"dynamic profile in dynamic_profile under [jobs] in {mapping.source}")
@@ -224,3 +228,20 @@ def allotment(resources: Mapping[str, float]) -> str:
     if "memory_mb" in resources:
         parts.append(f"{resources['memory_mb']:g} MB")
     return ", ".join(parts)
+
+
+def problems(mapping: BridgeMapping, catalogue: Catalogue) -> list[str]:
+    """What the file names that Poolweb's live configuration lacks, for the bridge to log when
+    it starts and when the configuration changes; jobs that meet one are refused with it."""
+    found = [f"[pools] {partition} = \"{pool}\": Poolweb has no pool {pool}"
+             for partition, pool in mapping.pools.items() if pool not in catalogue.pools]
+    found += [f"[accounts.{account}] policy = \"{rules.policy}\": Poolweb has no policy {rules.policy}"
+              for account, rules in mapping.accounts.items() if rules.policy and rules.policy not in catalogue.policies]
+    named = {("jobs", "profile"): mapping.profile, ("jobs", "dynamic_profile"): mapping.dynamic_profile,
+             **{(f"accounts.{account}", "profile"): rules.profile for account, rules in mapping.accounts.items()}}
+    found += [f"[{table}] {key} = \"{name}\": Poolweb has no profile {name}"
+              for (table, key), name in named.items() if name and name != MATCH and name not in catalogue.profiles]
+    dynamic = catalogue.profiles.get(mapping.dynamic_profile)
+    if dynamic and not dynamic.dynamic:
+        found.append(f"[jobs] dynamic_profile = \"{dynamic.name}\": profile {dynamic.name} is fixed, not dynamic")
+    return found

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from poolweb_slurm.mapping import Catalogue, Refusal, Submission, map_job
+from poolweb_slurm.mapping import Catalogue, Refusal, Submission, map_job, problems
 from poolweb_slurm.mapping_file import MappingError, load_mapping, parse_mapping
 from poolweb_slurm.slurm import Job
 
@@ -124,6 +124,9 @@ CASES = [
     Case("a named profile the policy may not use is refused", job(account="ml"),
          Refusal("12", f"profile 1xgpu does not list policy research: add research to its policies in Poolweb, "
                        f"or name another profile in {FILE}"), settings='profile = "1xgpu"'),
+    Case("a dynamic profile that is fixed is refused naming the setting", job(gpus=3),
+         Refusal("12", f"dynamic_profile = \"1xgpu\" under [jobs] in {FILE} names a fixed profile, which cannot "
+                       "take the job's amounts: name a dynamic one"), settings='dynamic_profile = "1xgpu"'),
     Case("a named profile Poolweb lacks is refused", job(),
          Refusal("12", f"profile 8xgpu named in {FILE} is not in Poolweb's live configuration: correct it, or "
                        "provision it"), settings='profile = "8xgpu"'),
@@ -229,3 +232,15 @@ def test_names_with_dots_are_read_and_named_whole():
         parse_mapping('cluster = "c1"\n[pools]\nh100 = "h100"\n[accounts."ml.team"]\nretries = -1\n', FILE)
     assert str(refused.value) == f'{FILE}, line 5: accounts."ml.team".retries: expected a whole number from 0 ' \
                                  'to 10, got -1'
+
+
+def test_the_names_poolweb_lacks_are_listed_for_the_log():
+    mapping = parse_mapping('cluster = "c1"\n[pools]\nbare-metal = "bare-metal"\ngpu = "a100"\n[jobs]\n'
+                            'profile = "8xgpu"\ndynamic_profile = "1xgpu"\n[accounts.ml]\npolicy = "nlp"\n'
+                            'profile = "4xgpu"\n', FILE)
+    assert problems(mapping, Catalogue.from_document(LIVE)) == [
+        '[pools] gpu = "a100": Poolweb has no pool a100',
+        '[accounts.ml] policy = "nlp": Poolweb has no policy nlp',
+        '[jobs] profile = "8xgpu": Poolweb has no profile 8xgpu',
+        '[jobs] dynamic_profile = "1xgpu": profile 1xgpu is fixed, not dynamic']
+    assert problems(parse_mapping(MAPPING, FILE), Catalogue.from_document(LIVE)) == []

@@ -21,6 +21,7 @@ import secrets
 import subprocess
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -72,11 +73,14 @@ class Job:
 
 class Slurm:
     """The Slurm commands of one cluster. ``environment`` is the commands' (``SLURM_CONF`` for a
-    cluster other than the host's); every command ends within ``timeout`` seconds or fails."""
+    cluster other than the host's); every command ends within ``timeout`` seconds or fails;
+    ``workers`` commands at most run at once."""
 
-    def __init__(self, partitions: Sequence[str], *, timeout: float = 30, environment: Mapping[str, str] | None = None):
+    def __init__(self, partitions: Sequence[str], *, timeout: float = 30, environment: Mapping[str, str] | None = None,
+                 workers: int = 4):
         self.partitions = tuple(partitions)
         self.timeout = timeout
+        self.workers = workers
         self.environment = dict(environment) if environment is not None else None
 
     # --- reading --------------------------------------------------------------------------------
@@ -149,15 +153,21 @@ class Slurm:
     # --- running commands -----------------------------------------------------------------------
 
     def each(self, commands: Iterable[list[str]]) -> None:
-        """Runs every command; raises one error for all the jobs that failed."""
-        failures: dict[str, str] = {}
-        for command in commands:
-            try:
-                self.run(command)
-            except SlurmError as failed:
-                failures.update(failed.failures)
+        """Runs every command, ``workers`` at a time; raises one error for all the jobs that failed.
+        1,000 comments of distinct texts took 4.4 s one after another, 2.3 s four at a time
+        (decision 129): slurmctld answers several clients at once."""
+        with ThreadPoolExecutor(self.workers) as pool:
+            outcomes = list(pool.map(self.failures_of, commands))
+        failures = {job: message for outcome in outcomes for job, message in outcome.items()}
         if failures:
             raise SlurmError("scontrol update", failures)
+
+    def failures_of(self, command: list[str]) -> dict[str, str]:
+        try:
+            self.run(command)
+        except SlurmError as failed:
+            return failed.failures
+        return {}
 
     def run(self, command: list[str]) -> str:
         try:

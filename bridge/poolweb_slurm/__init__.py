@@ -1,8 +1,11 @@
-"""Poolweb in front of Slurm (docs/slurm.md). For now the gate: ``job_submit.lua``, the script
-Slurm's job_submit/lua plugin runs, shipped inside this package so a pip install carries it to
-the controller::
+"""Poolweb in front of Slurm (docs/slurm.md): the gate, ``job_submit.lua``, the script Slurm's
+job_submit/lua plugin runs, shipped inside this package so a pip install carries it to the
+controller::
 
     cp "$(python -m poolweb_slurm gate-script)" /etc/slurm/job_submit.lua
+
+and the bridge's pieces: ``slurm`` (Slurm's commands), ``mapping_file`` and ``mapping`` (from a
+job to a Poolweb request).
 """
 
 from __future__ import annotations

@@ -36,9 +36,9 @@ def test_the_rows_of_a_version_are_the_configuration_its_document_says(alice, do
 def test_the_live_configuration_is_read_once_per_version(alice, django_assert_num_queries):
     services.config_provision_document(document=document(), author=alice)
     ENGINE_VERSIONS._kept.clear()
-    with django_assert_num_queries(7):  # the site row, then the version's six kinds of rows
+    with django_assert_num_queries(8):  # the site row, its version (decision 110), the six kinds of rows
         live_config()
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(2):  # the site row and its version, which is kept
         live_config()
 
 

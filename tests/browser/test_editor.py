@@ -247,3 +247,34 @@ def test_reset_discards_the_draft_after_asking(page):
     expect(card(page, "Pool l4")).to_have_count(0)
     expect(page.get_by_text("Added")).to_have_count(0)
     assert saved_draft() is None
+
+
+def test_enter_in_a_dialog_does_its_main_action_and_escape_cancels(page):
+    button(page, "Add pool").click()
+    form = dialog(page, "Add pool")
+    form.get_by_label("Name", exact=True).fill("l4")
+    form.get_by_label("gpu", exact=True).fill("2")
+    form.get_by_label("gpu", exact=True).press("Enter")
+    expect(form).to_be_hidden()
+    expect(card(page, "Pool l4").get_by_label("Capacity of l4")).to_contain_text("gpu2")
+
+    card(page, "Pool l4").get_by_role("button", name="Edit l4").click()
+    form = dialog(page, "Edit pool l4")
+    form.get_by_label("gpu", exact=True).fill("3")
+    form.get_by_label("gpu", exact=True).press("Escape")
+    expect(form).to_be_hidden()
+    expect(card(page, "Pool l4").get_by_label("Capacity of l4")).to_contain_text("gpu2")
+
+    button(page, "Add policy").click()
+    form = dialog(page, "Add policy")
+    form.get_by_label("Name", exact=True).fill("ops")
+    form.get_by_label("Group").fill("ops")
+    form.get_by_label("Group").press("Enter")
+    expect(card(page, "Policy ops")).to_be_visible()
+
+    card(page, "Profile half").get_by_role("button", name="Connect half").click()
+    form = dialog(page, "Connect half")
+    form.get_by_label("Connection name").fill("on l4")
+    form.get_by_role("button", name="Cancel").click()
+    expect(form).to_be_hidden()
+    expect(page.get_by_role("list", name="Pools of half")).not_to_contain_text("on l4")

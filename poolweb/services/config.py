@@ -54,6 +54,15 @@ class DraftChanged(Exception):
                          "look at the draft and provision it again")
 
 
+class DraftUnchanged(Exception):
+    """The draft configures exactly what is live: a version of it would change nothing, so none is
+    made (as ``config import`` does); the draft is left as it is."""
+
+    def __init__(self, live_version: int) -> None:
+        super().__init__(f"the draft configures exactly what version {live_version} does: nothing was provisioned")
+        self.live_version = live_version
+
+
 class ConfigInvalid(Exception):
     """A document or provision refused, with every finding (docs/api.md §1)."""
 
@@ -86,13 +95,16 @@ def config_provision_document(*, document: Any, author=None, author_name: str = 
 def draft_provision(*, user, comment: str = "", confirm_stale: bool = False) -> ConfigVersion:
     """Provision the draft and discard it, in one transaction (S-12 step 3 and 4); ``DraftStale``
     when it was made from a version no longer live and ``confirm_stale`` is false, ``DraftChanged``
-    when the draft was saved again while it was being provisioned."""
+    when the draft was saved again while it was being provisioned, ``DraftUnchanged`` (nothing
+    written) when it configures exactly what is live."""
     with site_locked():  # the live version stays put from the staleness check to the publish
         draft = Draft.objects.filter(pk=1).first()
         if draft is None:
             raise ConfigNotFound("there is no draft")
         refuse_stale(draft, confirmed=confirm_stale)
-        version = _provision(document=draft.document, author=user, comment=comment, draft=draft)
+        version = _provision(document=draft.document, author=user, comment=comment, draft=draft, if_changed=True)
+        if version is None:
+            raise DraftUnchanged(live_number())
     _reconcile_after_change()
     return version
 

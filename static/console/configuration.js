@@ -10,12 +10,15 @@ const board = document.getElementById("board");
 const redraw = followLines(board);
 let editor = null;
 
-// A notice the editor left before reloading (a provision), shown once.
+// A notice the editor left before reloading (a provision), shown once; the focus goes to it, where
+// the person's attention is, rather than to the top of the page.
 const left = sessionStorage.getItem("poolweb.notice");
 if (left) {
   sessionStorage.removeItem("poolweb.notice");
-  const notice = Object.assign(document.createElement("p"), { className: "notice success", textContent: left });
+  const notice = Object.assign(document.createElement("p"), { className: "notice success", textContent: left,
+                                                              id: "provisioned", tabIndex: -1 });
   document.getElementById("notices").append(notice);
+  notice.focus();
 }
 
 on("pool.updated", (state) => { if (!document.body.classList.contains("editing")) showPool(board, state); });

@@ -163,7 +163,13 @@ export async function connectDialog(profile, pools, chosen) {
   const suggest = () => { name.placeholder = form.elements.pool.value; };
   form.elements.pool.onchange = suggest;
   suggest();
-  if (!free.length) form.elements.pool.append(element("option", { value: "", disabled: true }, "already connected to every pool"));
+  // Nothing left to choose: say why, and offer no Connect that would do nothing.
+  const noneLeft = dialog.querySelector("[data-none-left]");
+  noneLeft.textContent = pools.length
+    ? `${profile.name} is connected to every pool already: add a pool first, or disconnect one.`
+    : "There is no pool yet: add a pool first.";
+  noneLeft.hidden = free.length > 0;
+  for (const control of [form.elements.pool, name, dialog.querySelector("[data-submit]")]) control.disabled = !free.length;
   if (!(await ask(dialog)) || !form.elements.pool.value) return null;
   return { pool: form.elements.pool.value, name: name.value.trim() };
 }

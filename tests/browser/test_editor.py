@@ -278,3 +278,29 @@ def test_enter_in_a_dialog_does_its_main_action_and_escape_cancels(page):
     form.get_by_role("button", name="Cancel").click()
     expect(form).to_be_hidden()
     expect(page.get_by_role("list", name="Pools of half")).not_to_contain_text("on l4")
+
+
+def test_connect_says_why_when_no_pool_is_left_to_choose(page):
+    card(page, "Profile 2xgpu").get_by_role("button", name="Connect 2xgpu").click()  # on h100 and a100 already
+    form = dialog(page, "Connect 2xgpu")
+
+    expect(form).to_contain_text("2xgpu is connected to every pool already: add a pool first, or disconnect one.")
+    expect(form.get_by_role("button", name="Connect", exact=True)).to_be_disabled()
+    form.get_by_role("button", name="Cancel").click()
+
+    add_pool(page, "l4", gpu=2)
+    card(page, "Profile 2xgpu").get_by_role("button", name="Connect 2xgpu").click()
+    expect(form.get_by_role("button", name="Connect", exact=True)).to_be_enabled()
+    expect(form.get_by_text("connected to every pool")).to_be_hidden()
+
+
+def test_a_validation_with_only_warnings_reads_as_a_warning(page):
+    add_policy(page, "ops", "nobody-is-in-this-group")
+
+    button(page, "Validate").click()
+
+    problems = page.get_by_role("region", name="Problems")
+    expect(problems).to_contain_text(re.compile(r"0 errors, \d+ warnings"))  # the demo's groups are empty too
+    expect(problems).to_have_class(re.compile(r"\bwarnings-only\b"))
+    expect(say(page)).to_have_text(re.compile(r"^The draft is valid \(\d+ warnings\): it can be provisioned\.$"))
+    expect(say(page)).to_have_class(re.compile(r"\bwarning\b"))

@@ -134,6 +134,10 @@ class SiteState(models.Model):
 
     live_version = models.ForeignKey(ConfigVersion, null=True, blank=True, on_delete=models.PROTECT)
     management_enabled = models.BooleanField(default=True)
+    # Who last flipped the switch, and when: every console page names them while it is off.
+    management_changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                              on_delete=models.SET_NULL, related_name="+")
+    management_changed_at = models.DateTimeField(null=True, blank=True)
 
 
 class Request(models.Model):

@@ -1,5 +1,6 @@
 """What the shell of every console page needs (templates/console/base.html): the navigation and
-the management switch's state, read only when a page shows them."""
+the management switch's state (with who turned it off and when, for the banner while it is off),
+read only when a page shows them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from functools import cached_property
 
 from django.http import HttpRequest
 
-from poolweb.selectors.versions import management_enabled
+from poolweb.selectors.versions import Management, management_state
 
 # (link name, path, admins only): docs/console.md names the links.
 NAVIGATION = (
@@ -31,8 +32,8 @@ class Shell:
                 for name, href, admins in NAVIGATION if user.is_staff or not admins]
 
     @cached_property
-    def management_enabled(self) -> bool:
-        return management_enabled()
+    def management(self) -> Management:
+        return management_state()
 
 
 def shell(request: HttpRequest) -> dict:

@@ -10,6 +10,7 @@ the ``TermsCache`` the planner fills as passes need its terms.
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 from typing import NamedTuple
 
 from django.db.models import QuerySet
@@ -74,6 +75,21 @@ def live_version() -> ConfigVersion | None:
 
 def management_enabled() -> bool:
     return site().management_enabled
+
+
+class Management(NamedTuple):
+    """The switch as a page tells it: on or off, who last flipped it and when (None: nobody yet,
+    or an account since deleted)."""
+
+    enabled: bool
+    changed_by: str | None
+    changed_at: datetime | None
+
+
+def management_state() -> Management:
+    row = SiteState.objects.filter(pk=1).values_list(
+        "management_enabled", "management_changed_by__username", "management_changed_at").first()
+    return Management(*row) if row else Management(True, None, None)
 
 
 def config_live_document() -> dict:

@@ -148,9 +148,12 @@ def management_set(*, enabled: bool, user) -> bool:
     with site_locked() as state, transaction.atomic():
         changed = state.management_enabled != enabled
         state.management_enabled = enabled
-        state.save(update_fields=["management_enabled"])
         if changed:
-            events.publish(events.MANAGEMENT_CHANGED, {"enabled": enabled, "by": getattr(user, "username", None)})
+            state.management_changed_by, state.management_changed_at = user, timezone.now()
+        state.save(update_fields=["management_enabled", "management_changed_by", "management_changed_at"])
+        if changed:
+            events.publish(events.MANAGEMENT_CHANGED, {"enabled": enabled, "by": getattr(user, "username", None),
+                                                       "at": moment(state.management_changed_at)})
     logger.info("management %s by %s", "enabled" if enabled else "disabled", getattr(user, "username", None))
     _reconcile_after_change()
     return enabled

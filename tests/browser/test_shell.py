@@ -3,6 +3,8 @@ pages the console's part 2 fills in."""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from poolweb.models import SiteState
@@ -38,17 +40,25 @@ def test_an_admin_switches_management_off_and_on_after_confirming(visit, demo):
     switch.click()
     confirm(page, "Disable resource management?", "Cancel")
     expect(switch).to_have_attribute("aria-checked", "true")
+    banner = page.locator("#management-banner")
+    expect(banner).to_be_hidden()
     switch.click()
     confirm(page, "Disable resource management?", "Disable")
     expect(switch).to_have_attribute("aria-checked", "false")
     assert management_enabled() is False
     expect(switch).to_be_focused()  # back where the person was
+    expect(banner).to_have_text(re.compile(r"^\s*Resource management is off\.\s+Turned off by you just now\."))
 
     page.reload()
     expect(switch).to_have_attribute("aria-checked", "false")
+    expect(banner).to_contain_text("Resource management is off. Turned off by alice just now.")
+    for path in ("/queues/", "/policies/", "/requests/", "/versions/", "/account/tokens/"):
+        page.goto(path)
+        expect(banner).to_contain_text("Turned off by alice")
     switch.click()
     confirm(page, "Enable resource management?", "Enable")
     expect(switch).to_have_attribute("aria-checked", "true")
+    expect(banner).to_be_hidden()
     assert management_enabled() is True
 
 
@@ -65,3 +75,4 @@ def test_a_member_sees_the_switch_change_but_cannot_flip_it(visit, demo, bob):
     admin.get_by_role("switch", name="Resource management").click()
     confirm(admin, "Disable resource management?", "Disable")
     expect(switch).to_have_attribute("aria-checked", "false")  # from management.changed on bob's stream
+    expect(page.locator("#management-banner")).to_contain_text("Turned off by alice just now.")

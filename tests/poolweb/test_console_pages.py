@@ -32,6 +32,23 @@ def test_anonymous_visitors_are_sent_to_sign_in(provisioned, path):
 
 
 @pytest.mark.parametrize("path", PAGES)
+def test_while_management_is_off_every_page_says_who_turned_it_off(provisioned, alice, bob, path):
+    config_services.management_set(enabled=False, user=alice)
+
+    html = signed_in(bob).get(path).content.decode()
+
+    assert '<div class="banner" id="management-banner" aria-live="polite">' in html
+    assert "Resource management is off." in html and "Turned off by alice <time" in html
+    state = SiteState.objects.get(pk=1)
+    assert state.management_changed_by == alice and state.management_changed_at is not None
+
+
+def test_the_banner_is_hidden_while_management_is_on(provisioned, bob):
+    html = signed_in(bob).get("/").content.decode()
+    assert '<div class="banner" id="management-banner" aria-live="polite" hidden>' in html
+
+
+@pytest.mark.parametrize("path", PAGES)
 def test_every_signed_in_user_sees_the_pages_in_the_shell(provisioned, bob, path):
     response = signed_in(bob).get(path)
     assert response.status_code == 200

@@ -80,8 +80,8 @@ function stateCell(data) {
   const cell = element("td", { "data-cell": "state" },
     element("span", { class: `state state-${data.state}` }, STATE_TEXT[data.state] ?? data.state));
   if (data.grace_ends_at) {
-    cell.append(" ", element("time", { class: "countdown", "data-countdown": "", datetime: data.grace_ends_at,
-      title: `The grace ends at ${data.grace_ends_at}` }, "grace"));
+    cell.append(" ", element("span", { class: "countdown", title: `The grace ends at ${data.grace_ends_at}` }, "grace ends ",
+      element("time", { "data-countdown": "", datetime: data.grace_ends_at }, "…")));
   }
   return cell;
 }

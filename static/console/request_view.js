@@ -69,6 +69,7 @@ export function showRequest(root, request) {
     if (element.textContent !== before) changed.push(element);
   }
   for (const actions of root.querySelectorAll("[data-actions]")) showActions(actions, request);
+  for (const help of root.querySelectorAll("[data-actions-help]")) help.hidden = !LIVE.has(request.state);
   return changed;
 }
 

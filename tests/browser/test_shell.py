@@ -76,3 +76,9 @@ def test_a_member_sees_the_switch_change_but_cannot_flip_it(visit, demo, bob):
     confirm(admin, "Disable resource management?", "Disable")
     expect(switch).to_have_attribute("aria-checked", "false")  # from management.changed on bob's stream
     expect(page.locator("#management-banner")).to_contain_text("Turned off by alice just now.")
+
+
+def test_the_favicon_is_the_logo(visit, demo):
+    page = visit(demo.author)
+    answer = page.goto("/favicon.ico")
+    assert answer.ok and answer.headers["content-type"].startswith("image/svg+xml")

@@ -158,3 +158,14 @@ def test_hostile_paths_and_queries_get_a_page_or_a_4xx_never_a_500_and_write_not
     response = signed_in(request.getfixturevalue(who)).get(path)
     assert response.status_code < 500
     assert Event.objects.count() == events
+
+
+def test_favicon_ico_answers_with_the_logo_for_anyone(db):
+    response = Client().get("/favicon.ico")
+    assert response.status_code == 302 and response["Location"] == "/static/console/logo.svg"
+
+
+def test_the_task_queue_says_only_warnings_unless_asked():
+    import logging
+
+    assert logging.getLogger("django-q").getEffectiveLevel() == logging.WARNING

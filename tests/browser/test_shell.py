@@ -82,3 +82,24 @@ def test_the_favicon_is_the_logo(visit, demo):
     page = visit(demo.author)
     answer = page.goto("/favicon.ico")
     assert answer.ok and answer.headers["content-type"].startswith("image/svg+xml")
+
+
+def test_no_page_scrolls_sideways_from_768_px_up_and_the_header_keeps_every_link(visit, demo):
+    page = visit(demo.author)
+    for width in (768, 820, 1024, 1229):
+        page.set_viewport_size({"width": width, "height": 800})
+        for path in ("/", "/queues/", "/queues/h100/", "/policies/", "/requests/", "/versions/", "/versions/1/",
+                     "/account/tokens/"):
+            page.goto(path)
+            wider = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert wider == 0, f"{path} at {width} px scrolls sideways by {wider} px"
+        for link in page.get_by_role("navigation", name="Main").get_by_role("link").all():
+            expect(link).to_be_in_viewport(ratio=0.9)  # its underline sits on the border below
+
+
+def test_a_printed_page_leaves_out_the_controls(visit, demo):
+    page = visit(demo.author)
+    page.emulate_media(media="print")
+    expect(page.get_by_role("button", name="Open editor")).to_be_hidden()
+    expect(page.get_by_role("switch", name="Resource management")).to_be_hidden()
+    expect(page.get_by_role("region", name="Pool h100", exact=True)).to_be_visible()

@@ -157,11 +157,11 @@ def config_from_rows(version: ConfigVersion) -> Config:
     for policy_id, scope, key, reserved, limit in (QuotaRow.objects.filter(policy__version=version).order_by("id")
                                                    .values_list("policy_id", "scope", "key", "reserved", "limit")):
         quotas[policy_id].append(Quota(scope, key, reserved, limit))
-    pools = tuple(Pool(p.name, Vector(p.capacity), tuple(name for _, name in sorted(execution[p.id])), p.description)
-                  for p in PoolRow.objects.filter(version=version).order_by("id"))
+    pools = tuple(Pool(p.name, Vector(p.capacity), tuple(name for _, name in sorted(execution[p.id])), p.description,
+                       p.display_name) for p in PoolRow.objects.filter(version=version).order_by("id"))
     profiles = tuple(_profile(p, sorted(connections[p.id]), ranked[p.id])
                      for p in ProfileRow.objects.filter(version=version).order_by("id"))
-    policies = tuple(Policy(p.name, p.priority, tuple(quotas[p.id]), p.group_name, p.description)
+    policies = tuple(Policy(p.name, p.priority, tuple(quotas[p.id]), p.group_name, p.description, p.display_name)
                      for p in PolicyRow.objects.filter(version=version).order_by("id"))
     return Config(pools, profiles, policies)
 
@@ -169,4 +169,4 @@ def config_from_rows(version: ConfigVersion) -> Config:
 def _profile(row: ProfileRow, connections: list[tuple[int, str, str]], policies: list[str]) -> Profile:
     """``connections``: (precedence, pool name, connection name), in precedence order."""
     return Profile(row.name, Vector(row.resources), row.dynamic, tuple(pool for _, pool, _ in connections),
-                   tuple(policies), tuple(name for _, _, name in connections), row.description)
+                   tuple(policies), tuple(name for _, _, name in connections), row.description, row.display_name)

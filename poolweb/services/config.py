@@ -204,14 +204,14 @@ def _publish(state: SiteState, config: Config, normalised: dict, summary: str, *
 def _write_rows(version: ConfigVersion, config: Config) -> None:
     """The version as rows, quantities in milli-units, both orders of every connection."""
     pools = {row.name: row for row in PoolRow.objects.bulk_create(
-        [PoolRow(version=version, name=p.name, description=p.description, capacity=dict(p.capacity))
-         for p in config.pools])}
+        [PoolRow(version=version, name=p.name, display_name=p.display_name, description=p.description,
+                 capacity=dict(p.capacity)) for p in config.pools])}
     profiles = {row.name: row for row in ProfileRow.objects.bulk_create(
-        [ProfileRow(version=version, name=p.name, description=p.description, resources=dict(p.resources),
-                    dynamic=p.dynamic) for p in config.profiles])}
+        [ProfileRow(version=version, name=p.name, display_name=p.display_name, description=p.description,
+                    resources=dict(p.resources), dynamic=p.dynamic) for p in config.profiles])}
     policies = {row.name: row for row in PolicyRow.objects.bulk_create(
-        [PolicyRow(version=version, name=p.name, description=p.description, group_name=p.group,
-                   priority=p.priority) for p in config.policies])}
+        [PolicyRow(version=version, name=p.name, display_name=p.display_name, description=p.description,
+                   group_name=p.group, priority=p.priority) for p in config.policies])}
     Connection.objects.bulk_create([
         Connection(profile=profiles[p.name], pool=pools[pool], name=_connection_name(p.connection_names, j, pool),
                    precedence=j, execution_position=config.execution_index[(pool, p.name)])

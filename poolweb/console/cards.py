@@ -80,8 +80,10 @@ class PoolCard:
     pending: int | None = None
     mark: Mark | None = None
     issues: tuple[Finding, ...] = ()
+    display_name: str = ""  # "": the name
 
-    COMPARED = (("description", "description"), ("capacity", "capacity"), ("execution order", "order"))
+    COMPARED = (("display name", "display_name"), ("description", "description"), ("capacity", "capacity"),
+                ("execution order", "order"))
 
 
 @dataclass(frozen=True)
@@ -97,8 +99,9 @@ class ProfileCard:
     running: int | None = None
     mark: Mark | None = None
     issues: tuple[Finding, ...] = ()
+    display_name: str = ""
 
-    COMPARED = (("description", "description"), ("allotment", "resources"), ("allotment", "dynamic"),
+    COMPARED = (("display name", "display_name"), ("description", "description"), ("allotment", "resources"), ("allotment", "dynamic"),
                 ("connections", "connections"), ("policy rank", "policies"))
 
 
@@ -112,8 +115,9 @@ class PolicyCard:
     quotas: tuple[QuotaLine, ...]
     mark: Mark | None = None
     issues: tuple[Finding, ...] = ()
+    display_name: str = ""
 
-    COMPARED = (("description", "description"), ("group", "group"), ("priority", "priority"),
+    COMPARED = (("display name", "display_name"), ("description", "description"), ("group", "group"), ("priority", "priority"),
                 ("quotas", "quotas"))
 
 
@@ -173,14 +177,16 @@ def config_board(config: Config, *, usage: Iterable[PoolState] = (), pending: Ma
     each profile's counts (the live version's page)."""
     states = {state.name: state for state in usage}
     pools = tuple(PoolCard(i, p.name, p.description, amounts(p.capacity), p.execution_order,
-                           *_usage(states.get(p.name), p.capacity)) for i, p in enumerate(config.pools))
+                           *_usage(states.get(p.name), p.capacity), display_name=p.display_name)
+                  for i, p in enumerate(config.pools))
     profiles = tuple(ProfileCard(i, p.name, p.description, amounts(p.resources), p.dynamic, _links(p), p.policies,
                                  None if pending is None else pending.get(p.name, 0),
-                                 None if running is None else running.get(p.name, 0))
+                                 None if running is None else running.get(p.name, 0), display_name=p.display_name)
                      for i, p in enumerate(config.profiles))
     policies = tuple(PolicyCard(i, p.name, p.description, p.group, str(p.priority),
                                 tuple(QuotaLine(q.scope, q.key, optional_text(q.reserved), optional_text(q.limit))
-                                      for q in p.quotas)) for i, p in enumerate(config.policies))
+                                      for q in p.quotas), display_name=p.display_name)
+                     for i, p in enumerate(config.policies))
     return Board(pools, profiles, policies)
 
 

@@ -66,6 +66,13 @@ def moment(value: datetime | None, empty: str = "—") -> str:
 
 
 @register.filter
+def shown(name: str | None, labels: Mapping[str, str] | None) -> str | None:
+    """A pool's, profile's or policy's name as people read it (its display name), from ``labels``
+    (selectors.versions.display_names); the name itself when it has none or is not live."""
+    return (labels or {}).get(name, name) if name else name
+
+
+@register.filter
 def exact(value: datetime | None) -> str:
     return "" if value is None else value.astimezone(tz.utc).strftime(EXACT)
 

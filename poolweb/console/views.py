@@ -27,7 +27,7 @@ from poolweb.selectors.live import pool_states
 from poolweb.selectors.versions import ConfigNotFound, live_config, version_get, version_list
 from poolweb.services.preview import draft_preview
 from reconcile.diff import summarize
-from reconcile.document import Issue
+from reconcile.document import NAME_PATTERN, NAME_RULE, Issue
 
 VERSIONS_PER_PAGE = 50
 MAX_FINDING_PATH = 1000  # the API's paths are a few dozen characters; Python reads any index this long
@@ -55,7 +55,7 @@ def configuration(request: HttpRequest) -> HttpResponse:
     draft = draft_info() if request.user.is_staff else None
     board = config_board(view.config, usage=pool_states(), pending=view.pending, running=view.running)
     return render(request, "console/configuration.html", {
-        "view": view, "board": board, "draft": draft,
+        "view": view, "board": board, "draft": draft, "name_rule": NAME_RULE, "name_pattern": NAME_PATTERN.pattern,
         "page": {"admin": request.user.is_staff, "live_version": view.version, "seq": seq,
                  "draft": draft is not None and draft.exists},
     })

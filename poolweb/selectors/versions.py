@@ -138,6 +138,20 @@ def live_config() -> Config:
     return live_prepared().config
 
 
+class DisplayNames(NamedTuple):
+    """Name → what people read, per kind, in the live configuration (the name when it has none)."""
+
+    pools: dict[str, str]
+    profiles: dict[str, str]
+    policies: dict[str, str]
+
+
+def display_names() -> DisplayNames:
+    config = live_config()
+    return DisplayNames(*({entry.name: entry.label for entry in entries}
+                          for entries in (config.pools, config.profiles, config.policies)))
+
+
 def config_from_rows(version: ConfigVersion) -> Config:
     """The version's rows as a ``Config`` (six queries); entries and quota rows in document order.
     The many rows (connections, queues, quotas) are read as values, not model instances: at the

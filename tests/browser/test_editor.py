@@ -304,3 +304,25 @@ def test_a_validation_with_only_warnings_reads_as_a_warning(page):
     expect(problems).to_have_class(re.compile(r"\bwarnings-only\b"))
     expect(say(page)).to_have_text(re.compile(r"^The draft is valid \(\d+ warnings\): it can be provisioned\.$"))
     expect(say(page)).to_have_class(re.compile(r"\bwarning\b"))
+
+
+def test_a_display_name_suggests_the_name_and_the_dialog_says_at_once_what_a_name_may_contain(page):
+    button(page, "Add pool").click()
+    form = dialog(page, "Add pool")
+    form.get_by_label("Display name").fill("H100 Half a Superpod")
+    expect(form.get_by_label("Name", exact=True)).to_have_value("h100-half-a-superpod")
+
+    form.get_by_label("Name", exact=True).fill("H100 Half")
+    hint = form.locator("[data-name-hint]")
+    expect(hint).to_have_text("“H100 Half” cannot be a name: a name has 1 to 63 lower-case letters, digits, "
+                              "'.', '_' or '-', the first a letter or digit.")
+    expect(form.get_by_label("Name", exact=True)).to_have_attribute("aria-invalid", "true")
+    form.get_by_label("Name", exact=True).fill("h100-half")
+    expect(hint).not_to_contain_text("cannot be a name")
+    form.get_by_label("gpu", exact=True).fill("4")
+    form.get_by_role("button", name="Create").click()
+
+    half = card(page, "Pool h100-half")
+    expect(half.get_by_role("heading", level=3)).to_have_text("H100 Half a Superpod h100-half")
+    save(page)
+    assert saved_draft()["pools"][-1]["display_name"] == "H100 Half a Superpod"

@@ -169,3 +169,21 @@ def test_the_task_queue_says_only_warnings_unless_asked():
     import logging
 
     assert logging.getLogger("django-q").getEffectiveLevel() == logging.WARNING
+
+
+def test_pages_show_display_names_where_people_read_them(alice, bob):
+    named = document()
+    named["pools"][0]["display_name"] = "H100 Half a Superpod"
+    named["profiles"][0]["display_name"] = "Half a GPU"
+    named["policies"][0]["display_name"] = "Product team"
+    version = config_services.config_provision_document(document=named, author=alice)
+    assert {p.name: p.display_name for p in version.pools.all()}["h100"] == "H100 Half a Superpod"
+    from poolweb.models import Request
+
+    request = Request.objects.create(owner=bob, policy="dev", profile="half", resources={"gpu": 500})
+
+    assert "H100 Half a Superpod" in signed_in(bob).get("/queues/").content.decode()
+    assert "Pool H100 Half a Superpod" in signed_in(bob).get("/queues/h100/").content.decode()
+    assert "policy Product team · profile Half a GPU" in signed_in(bob).get(f"/requests/{request.pk}/").content.decode()
+    assert '<h3 class="card-title">H100 Half a Superpod <span class="card-name">h100</span></h3>' in (
+        signed_in(bob).get("/").content.decode())

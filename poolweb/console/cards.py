@@ -162,6 +162,15 @@ def optional_text(milli: int | None) -> str | None:
 UNSHOWN_KEYS = frozenset({"step_run"})  # every request takes one step_run (R-11): it tells a person nothing
 
 
+def resources_text(milli: Mapping[str, int] | None) -> str:
+    """A request's resources as people read them, the one wording of every page and row:
+    ``{"mcpu": 8000000, "gpu": 500, "step_run": 1000}`` → "0.5 gpu · 8000 mcpu" (gpu first, then
+    by name; quantities as the API writes them; no step_run, no zeros)."""
+    shown = [f"{quantity_text(milli[key])} {key}" for key in sorted(milli or {}, key=key_order)
+             if milli[key] and key not in UNSHOWN_KEYS]
+    return " · ".join(shown) or "nothing"
+
+
 def key_order(key: str) -> tuple[bool, str]:
     """gpu first, then the other keys by name."""
     return key != "gpu", key

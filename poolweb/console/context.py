@@ -8,6 +8,7 @@ from functools import cached_property
 
 from django.http import HttpRequest
 
+from poolweb.console.request_pages import ACTIONS
 from poolweb.selectors.versions import Management, management_state
 
 # (link name, path, admins only): docs/console.md names the links.
@@ -30,6 +31,11 @@ class Shell:
         user, here = self.request.user, self.request.path
         return [{"name": name, "href": href, "current": here == href if href == "/" else here.startswith(href)}
                 for name, href, admins in NAVIGATION if user.is_staff or not admins]
+
+    @property
+    def request_states(self) -> dict[str, tuple[str, ...]]:
+        """The states that offer Cancel and Release, for the pages' scripts (static/console/states.js)."""
+        return ACTIONS
 
     @cached_property
     def management(self) -> Management:

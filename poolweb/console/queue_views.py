@@ -1,12 +1,14 @@
-"""The live queue pages (docs/console.md): /queues/, /queues/<pool>/ and the "Why it waits" of one
-of its rows. Thin, like views.py: selectors for what the page shows, console.queues to shape it,
-a template. The pages then follow the event stream and read the REST API from their JavaScript.
+"""The live queue pages (docs/console.md): /queues/, /queues/<pool>/, the rows of one of its
+tables and the "Why it waits" of one row. Thin, like views.py: selectors for what the page shows,
+console.queues to shape it, a template. The pages then follow the event stream; on an update the
+queue page reads its rows again as this server renders them (``queue_rows``), so a row has one
+markup however it arrived (templates/console/partials/queue_row.html).
 """
 
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -44,6 +46,31 @@ def queue(request: HttpRequest, pool: str) -> HttpResponse:
                  "running": state.running, "pending": state.pending,
                  "rows": {"running": [r.data for r in running], "pending": [r.data for r in pending]}},
     })
+
+
+MAX_ROWS = 5000  # "Show more" asks for PAGE_ROWS more each time; a page holds this many at most
+TABLES = {"running": pool_running, "pending": pool_queue}
+
+
+@login_required
+@require_GET
+def queue_rows(request: HttpRequest, pool: str, table: str) -> HttpResponse:
+    """The first ``?limit=`` rows of the table (``running`` or ``pending``) as a ``<tbody>`` with
+    the table's whole count in ``data-count``."""
+    if table not in TABLES:
+        raise Http404("the tables are running and pending")
+    try:
+        limit = int(request.GET.get("limit", PAGE_ROWS))
+    except ValueError:
+        return HttpResponseBadRequest("limit is a whole number")
+    if not 1 <= limit <= MAX_ROWS:
+        return HttpResponseBadRequest(f"limit is from 1 to {MAX_ROWS}")
+    if not live_pool_exists(pool):
+        raise Http404(f"There is no pool {pool[:40]} in the live configuration.")
+    requests = TABLES[table](pool)
+    audience, username = audience_of(request.user), request.user.get_username()
+    return render(request, "console/partials/queue_rows.html", {
+        "rows": rows(requests[:limit], audience, username), "count": requests.count(), "table": table})
 
 
 @login_required

@@ -31,8 +31,10 @@ REQUESTS_PER_PAGE = 50
 ACTIVE = ",".join(s.value for s in (State.PENDING, State.ALLOCATED, State.PREEMPTING))
 STATE_CHOICES = (("", "Any state"), (ACTIVE, "Active (pending or live)"),
                  *((s.value, s.value) for s in State))
-ACTIONS = {"cancellable": (State.PENDING.value, State.ALLOCATED.value, State.PREEMPTING.value),
-           "releasable": (State.ALLOCATED.value, State.PREEMPTING.value)}
+# Which states offer Cancel and Release: the one definition, rendered into every page for its
+# scripts too (base.html, static/console/states.js). Release is for a live request (State.live).
+ACTIONS = {"cancellable": tuple(s.value for s in State if not s.terminal),
+           "releasable": tuple(s.value for s in State if s.live)}
 OWNER_FOR_ADMINS = "Only administrators filter by owner: these are your own requests."
 
 

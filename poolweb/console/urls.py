@@ -17,6 +17,7 @@ urlpatterns = [
     path("queues/", queue_views.queues, name="queues"),
     path("queues/<str:pool>/", queue_views.queue, name="queue"),
     path("queues/<str:pool>/why/<int:request_id>/", queue_views.queue_why, name="queue-why"),
+    path("queues/<str:pool>/rows/<str:table>/", queue_views.queue_rows, name="queue-rows"),
     path("policies/", policy_pages.policies_page, name="policies"),
     path("policies/<str:name>/card/", policy_pages.policy_card, name="policy"),
     path("requests/", request_pages.request_list_page, name="requests"),

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET
 
 from poolweb.console.queues import WhyView, why_view
 from poolweb.models import Request
+from poolweb.request_warnings import request_warnings
 from poolweb.selectors.events import newest_seq
 from poolweb.selectors.requests import (
     FilterError, FiltersInvalid, RequestFilters, audience_of, parse_filters, request_get, request_history,
@@ -124,6 +125,7 @@ def request_page(request: HttpRequest, request_id: int) -> HttpResponse:
     return render(request, "console/request.html", {
         "row": row, "lease": lease_of(row), "history": history, "labels": sorted(row.labels.items()), **ACTIONS,
         "why": _why(request, row), "names": display_names(),
+        "warnings": [] if State(row.state).terminal else request_warnings(row),
         "page": {"seq": seq, "request": request_data(row), "changes": len(history)},
     })
 

@@ -154,3 +154,28 @@ def test_the_tokens_page_lists_only_ones_own_tokens(provisioned, alice, bob):
     html = signed_in(bob).get("/account/tokens/").content.decode()
     assert "bobs laptop" in html and "alices ci" not in html
     assert "Token secret" in html and 'aria-label="Revoke bobs laptop"' in html
+
+
+def test_the_request_page_warns_when_a_preemptible_request_has_no_retries(provisioned, bob):
+    quiet = request_row(bob, "dev", "half", 0.5)  # preemptible, max_retries 0: the defaults
+    retried = request_row(bob, "dev", "half", 0.5)
+    Request.objects.filter(pk=retried.pk).update(max_retries=2)
+    kept = request_row(bob, "dev", "half", 0.5)
+    Request.objects.filter(pk=kept.pk).update(preemptible=False)
+    done = request_row(bob, "dev", "half", 0.5, state="released")
+
+    warned = signed_in(bob).get(f"/requests/{quiet.pk}/").content.decode()
+    assert 'data-warning="no_retries"' in warned
+    assert "it ends as preempted and is not queued again" in warned
+    for calm in (retried, kept, done):
+        assert "data-warning" not in signed_in(bob).get(f"/requests/{calm.pk}/").content.decode()
+
+
+def test_request_warnings_say_no_retries_only_for_a_preemptible_request_without_any():
+    from types import SimpleNamespace
+
+    from poolweb.request_warnings import request_warnings
+
+    assert [w["code"] for w in request_warnings(SimpleNamespace(preemptible=True, max_retries=0))] == ["no_retries"]
+    assert request_warnings(SimpleNamespace(preemptible=True, max_retries=1)) == []
+    assert request_warnings(SimpleNamespace(preemptible=False, max_retries=0)) == []

@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "poolweb"
 # Layer of each part of poolweb/, lowest first; a module may import its own part or a lower layer.
 LAYERS = {
     "env": 0, "ports": 0, "apps": 0, "logs": 0, "addresses": 0, "private_files": 0, "json_input": 0,
+    "request_warnings": 0,
     "settings": 1, "models": 1, "migrations": 1, "sqlite": 1,
     "sql": 2,
     "selectors": 3,

@@ -1,9 +1,9 @@
 // The resource configuration page (/): lines between the cards, live usage, the notice when
 // another version is provisioned, and for admins the editor (editor.js).
 
-import { on, startStream } from "./stream.js";
-import { followLines } from "./lines.js";
-import { refreshPools, showPool } from "./usage.js";
+import { on, startStream } from "./shared/stream.js";
+import { followLines } from "./shared/lines.js";
+import { refreshPools, showPool } from "./shared/usage.js";
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
 const board = document.getElementById("board");
@@ -45,7 +45,7 @@ startStream(document.querySelector("[data-live]"), page.seq);
 
 if (page.admin) {
   // Members never load the editor; for admins the button works from the first moment.
-  const ready = import("./editor.js").then(({ Editor }) => { editor = new Editor({ board, redraw }); return editor; });
+  const ready = import("./shared/editor.js").then(({ Editor }) => { editor = new Editor({ board, redraw }); return editor; });
   document.getElementById("open-editor").addEventListener("click", async () => (await ready).open());
   document.getElementById("first-pool")?.addEventListener("click", async () => {
     const opened = await ready;

@@ -7,10 +7,10 @@
 // and moved only when the service order really changes, so a grant ahead renumbers positions in
 // place; a row that is new or changed (not only its position) flashes.
 
-import { on, startStream } from "./stream.js";
-import { flash } from "./flash.js";
-import { refreshPools, showPool } from "./usage.js";
-import "./countdown.js";
+import { on, startStream } from "./shared/stream.js";
+import { flash } from "./shared/flash.js";
+import { refreshPools, showPool } from "./shared/usage.js";
+import "./shared/countdown.js";
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
 const GATHER_MS = 25; // events of one relay batch arrive together: one re-read for them all

@@ -3,13 +3,13 @@
 // without an event of its own), Cancel / Release through the REST API. A new history row is
 // appended as the server's history_row.html renders one; nothing above it moves.
 
-import { api } from "./api.js";
-import { on, startStream } from "./stream.js";
-import { alertNotice, followActions } from "./request_actions.js";
-import { flash } from "./flash.js";
-import { showRequest } from "./request_view.js";
-import { timeElement } from "./times.js";
-import "./countdown.js"; // a grace that begins while the page is open counts down too
+import { api } from "./shared/api.js";
+import { on, startStream } from "./shared/stream.js";
+import { alertNotice, followActions } from "./shared/request_actions.js";
+import { flash } from "./shared/flash.js";
+import { showRequest } from "./shared/request_view.js";
+import { timeElement } from "./shared/times.js";
+import "./shared/countdown.js"; // a grace that begins while the page is open counts down too
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
 const notices = document.getElementById("notices");

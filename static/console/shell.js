@@ -2,10 +2,10 @@
 // banner that says who turned it off and when. Admins flip the switch after confirming, through
 // PUT /api/v1/management; others only see it. Pages with a stream keep both current.
 
-import { api, problem } from "./api.js";
-import { confirmAction } from "./dialogs.js";
-import { on } from "./stream.js";
-import { timeElement } from "./times.js";
+import { api, problem } from "./shared/api.js";
+import { confirmAction } from "./shared/dialogs.js";
+import { on } from "./shared/stream.js";
+import { timeElement } from "./shared/times.js";
 
 const button = document.getElementById("management-switch");
 const banner = document.getElementById("management-banner");

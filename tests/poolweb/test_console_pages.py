@@ -1,4 +1,4 @@
-"""The console's pages over HTTP (poolweb.console.views): who may see which, what each renders,
+"""The console's pages over HTTP (poolweb.console.*_pages): who may see which, what each renders,
 and the editor's two fragments refusing what they cannot render. What a person sees and does in
 them is tests/browser/."""
 

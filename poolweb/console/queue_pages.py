@@ -1,5 +1,5 @@
 """The live queue pages (docs/console.md): /queues/, /queues/<pool>/, the rows of one of its
-tables and the "Why it waits" of one row. Thin, like views.py: selectors for what the page shows,
+tables and the "Why it waits" of one row. Thin, like every *_pages module: selectors for what the page shows,
 console.queues to shape it, a template. The pages then follow the event stream; on an update the
 queue page reads its rows again as this server renders them (``queue_rows``), so a row has one
 markup however it arrived (templates/console/partials/queue_row.html).

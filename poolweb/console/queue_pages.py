@@ -70,7 +70,8 @@ def queue_rows(request: HttpRequest, pool: str, table: str) -> HttpResponse:
     requests = TABLES[table](pool)
     audience, username = audience_of(request.user), request.user.get_username()
     return render(request, "console/partials/queue_rows.html", {
-        "rows": rows(requests[:limit], audience, username), "count": requests.count(), "table": table})
+        "rows": rows(requests[:limit], audience, username), "count": requests.count(), "table": table,
+        "names": display_names()})
 
 
 @login_required

@@ -183,7 +183,29 @@ def test_pages_show_display_names_where_people_read_them(alice, bob):
     request = Request.objects.create(owner=bob, policy="dev", profile="half", resources={"gpu": 500})
 
     assert "H100 Half a Superpod" in signed_in(bob).get("/queues/").content.decode()
-    assert "Pool H100 Half a Superpod" in signed_in(bob).get("/queues/h100/").content.decode()
+    request_on_h100 = Request.objects.create(owner=bob, policy="dev", profile="half", resources={"gpu": 500},
+                                             queue_pool="h100")
+    queue = signed_in(bob).get("/queues/h100/").content.decode()
+    assert "Pool H100 Half a Superpod" in queue
+    assert f'<tr data-id="{request_on_h100.pk}"' in queue and '<td data-cell="policy">Product team</td>' in queue
+    rows = signed_in(bob).get("/queues/h100/rows/pending/?limit=5").content.decode()
+    assert '<td data-cell="profile">Half a GPU</td>' in rows
     assert "policy Product team · profile Half a GPU" in signed_in(bob).get(f"/requests/{request.pk}/").content.decode()
     assert '<h3 class="card-title">H100 Half a Superpod <span class="card-name">h100</span></h3>' in (
         signed_in(bob).get("/").content.decode())
+
+
+@pytest.mark.parametrize("path,status", [("/queues/h100/rows/pending/?limit=0", 400),
+                                         ("/queues/h100/rows/pending/?limit=lots", 400),
+                                         ("/queues/h100/rows/waiting/", 404), ("/queues/nowhere/rows/running/", 404)])
+def test_the_rows_of_a_queue_table_refuse_what_they_cannot_render(provisioned, bob, path, status):
+    assert signed_in(bob).get(path).status_code == status
+
+
+def test_the_rows_of_a_queue_table_come_with_the_tables_count(provisioned, bob):
+    from poolweb.models import Request
+
+    for _ in range(3):
+        Request.objects.create(owner=bob, policy="dev", profile="half", resources={"gpu": 500}, queue_pool="a100")
+    rows = signed_in(bob).get("/queues/a100/rows/pending/?limit=2").content.decode()
+    assert rows.strip().startswith('<tbody data-count="3">') and rows.count("<tr data-id=") == 2

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -128,6 +128,23 @@ def request_page(request: HttpRequest, request_id: int) -> HttpResponse:
         "warnings": [] if State(row.state).terminal else request_warnings(row),
         "page": {"seq": seq, "request": request_data(row), "changes": len(history)},
     })
+
+
+@login_required
+@require_GET
+def request_history_rows(request: HttpRequest, request_id: int) -> HttpResponse:
+    """The request's state changes after the first ``?after=`` as rows (history_row.html, the only
+    markup of one), in a ``<tbody data-count>`` with how many there are in all: what its page
+    appends when a change arrives live."""
+    try:
+        after = int(request.GET.get("after", 0))
+    except ValueError:
+        return HttpResponseBadRequest("after is a whole number")
+    history = request_history(user=request.user, request_id=request_id)
+    if history is None:
+        raise Http404(f"there is no request {request_id}")
+    return render(request, "console/partials/history_rows.html",
+                  {"history": history[max(after, 0):], "count": len(history)})
 
 
 def _why(request: HttpRequest, row: Request) -> WhyView | None:

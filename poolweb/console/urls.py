@@ -26,5 +26,6 @@ urlpatterns = [
     path("policies/<str:name>/card/", policy_pages.policy_card, name="policy"),
     path("requests/", request_pages.request_list_page, name="requests"),
     path("requests/<int:request_id>/", request_pages.request_page, name="request"),
+    path("requests/<int:request_id>/history/", request_pages.request_history_rows, name="request-history"),
     path("account/tokens/", token_pages.tokens_page, name="tokens"),
 ]

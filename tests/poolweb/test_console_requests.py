@@ -179,3 +179,15 @@ def test_request_warnings_say_no_retries_only_for_a_preemptible_request_without_
     assert [w["code"] for w in request_warnings(SimpleNamespace(preemptible=True, max_retries=0))] == ["no_retries"]
     assert request_warnings(SimpleNamespace(preemptible=True, max_retries=1)) == []
     assert request_warnings(SimpleNamespace(preemptible=False, max_retries=0)) == []
+
+
+def test_a_requests_history_rows_are_the_pages_own_markup_after_those_it_shows(provisioned, bob, carol):
+    mine = request_row(bob, "dev", "half", 0.5)
+    from poolweb.models import RequestChange
+
+    for state in ("pending", "allocated"):
+        RequestChange.objects.create(request_id=mine.pk, state=state, reason="Submitted", attempt=1, at=timezone.now())
+    rows = signed_in(bob).get(f"/requests/{mine.pk}/history/?after=1").content.decode()
+    assert '<tbody data-count="2">' in rows and rows.count("<tr>") == 1 and "state-allocated" in rows
+    assert signed_in(carol).get(f"/requests/{mine.pk}/history/").status_code == 404
+    assert signed_in(bob).get(f"/requests/{mine.pk}/history/?after=x").status_code == 400

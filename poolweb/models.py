@@ -50,6 +50,7 @@ class ConfigVersion(models.Model):
 class Pool(models.Model):
     version = models.ForeignKey(ConfigVersion, on_delete=models.CASCADE, related_name="pools")
     name = models.CharField(max_length=NAME_LENGTH)
+    display_name = models.CharField(max_length=100, blank=True)  # "": the name
     description = models.TextField(blank=True)
     capacity = models.JSONField(default=dict)  # key → milli-units
 
@@ -60,6 +61,7 @@ class Pool(models.Model):
 class Profile(models.Model):
     version = models.ForeignKey(ConfigVersion, on_delete=models.CASCADE, related_name="profiles")
     name = models.CharField(max_length=NAME_LENGTH)
+    display_name = models.CharField(max_length=100, blank=True)  # "": the name
     description = models.TextField(blank=True)
     resources = models.JSONField(default=dict)  # the allotment, key → milli-units
     dynamic = models.BooleanField(default=False)
@@ -86,6 +88,7 @@ class Connection(models.Model):
 class Policy(models.Model):
     version = models.ForeignKey(ConfigVersion, on_delete=models.CASCADE, related_name="policies")
     name = models.CharField(max_length=NAME_LENGTH)
+    display_name = models.CharField(max_length=100, blank=True)  # "": the name
     description = models.TextField(blank=True)
     group_name = models.CharField(max_length=150, blank=True, db_index=True)
     priority = models.IntegerField(default=0)
@@ -134,6 +137,10 @@ class SiteState(models.Model):
 
     live_version = models.ForeignKey(ConfigVersion, null=True, blank=True, on_delete=models.PROTECT)
     management_enabled = models.BooleanField(default=True)
+    # Who last flipped the switch, and when: every console page names them while it is off.
+    management_changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                              on_delete=models.SET_NULL, related_name="+")
+    management_changed_at = models.DateTimeField(null=True, blank=True)
 
 
 class Request(models.Model):

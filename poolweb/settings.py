@@ -315,6 +315,9 @@ LOGGING = {
         "security": {"class": "logging.StreamHandler", "filters": ["without_traceback"]},
     },
     "loggers": {"django.security": {"handlers": ["security"], "propagate": False},
-                "django.request": {"filters": ["traceback_only_for_bugs"]}},
+                "django.request": {"filters": ["traceback_only_for_bugs"]},
+                # django-q says "Enqueued" and "Processed" at INFO for every task, the periodic pass
+                # each minute among them: the terminal of `make run` keeps what a person needs.
+                "django-q": {"level": env_str("POOLWEB_TASKS_LOG_LEVEL", "WARNING")}},
     "root": {"handlers": ["console"], "level": env_str("POOLWEB_LOG_LEVEL", "INFO")},
 }

@@ -1,4 +1,7 @@
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
@@ -6,7 +9,15 @@ from rest_framework.permissions import AllowAny
 
 from poolweb.accounts import account_paths
 
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers and feed readers ask for /favicon.ico whatever a page links: the console's logo
+    (not permanent: the static file's address may change)."""
+    return redirect(static("console/logo.svg"))
+
+
 urlpatterns = [
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("accounts/", include(account_paths())),
     path("api/v1/", include("poolweb.api.urls")),

@@ -4,11 +4,11 @@ Pools, profiles and policies are matched by name. An entry only in ``after`` is 
 only in ``before`` *removed*, one in both with a differing field *changed*; each change lists
 its fields with the value before and after (``None``: absent). The fields of an entry:
 
-- pool: ``description``, ``capacity.<key>``, ``execution_order`` (in full, as the engine
+- pool: ``display_name``, ``description``, ``capacity.<key>``, ``execution_order`` (in full, as the engine
   serves it: listed profiles first, then the other connected ones by name);
-- profile: ``description``, ``resources.<key>``, ``dynamic``, ``connections`` (the pool
+- profile: ``display_name``, ``description``, ``resources.<key>``, ``dynamic``, ``connections`` (the pool
   precedence), ``connections[<pool>].name``, ``policies`` (the policy rank);
-- policy: ``description``, ``group``, ``priority``, ``quotas[<scope>/<key>].reserved`` and
+- policy: ``display_name``, ``description``, ``group``, ``priority``, ``quotas[<scope>/<key>].reserved`` and
   ``.limit``.
 
 Quantities are shown as the API writes them (``format_quantity``), orders as tuples of names.
@@ -109,8 +109,13 @@ def show_value(value: Value) -> str:
     return str(value)
 
 
+def _display(entry: Pool | Profile | Policy) -> dict[str, Value]:
+    """Only a display name that is there: an entry without one has no such field to differ in."""
+    return {"display_name": entry.display_name} if entry.display_name else {}
+
+
 def pool_fields(pool: Pool) -> dict[str, Value]:
-    return {"description": pool.description, **_amounts("capacity", pool.capacity),
+    return {**_display(pool), "description": pool.description, **_amounts("capacity", pool.capacity),
             "execution_order": tuple(pool.execution_order)}
 
 
@@ -118,13 +123,13 @@ def profile_fields(profile: Profile) -> dict[str, Value]:
     names = profile.connection_names
     connection_names = {f"connections[{pool}].name": (names[j] if j < len(names) and names[j] else pool)
                         for j, pool in enumerate(profile.pools)}
-    return {"description": profile.description, **_amounts("resources", profile.resources),
+    return {**_display(profile), "description": profile.description, **_amounts("resources", profile.resources),
             "dynamic": profile.dynamic, "connections": tuple(profile.pools), **connection_names,
             "policies": tuple(profile.policies)}
 
 
 def policy_fields(policy: Policy) -> dict[str, Value]:
-    fields: dict[str, Value] = {"description": policy.description, "group": policy.group,
+    fields: dict[str, Value] = {**_display(policy), "description": policy.description, "group": policy.group,
                                 "priority": policy.priority}
     for row in policy.quotas:
         for name, amount in (("reserved", row.reserved), ("limit", row.limit)):

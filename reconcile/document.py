@@ -29,7 +29,7 @@ Every error is collected; ``fits_no_pool`` is not reported while the pool's capa
 >>> doc["pools"][0] = {"name": "H100", "capacity": {"gpu": "-1"}}
 >>> report(parse_document(doc))
 pools[0].name: invalid_name
-    'H100' is not a valid pool name: names match ^[a-z0-9][a-z0-9_.-]{0,62}$
+    'H100' is not a valid pool name: a name has 1 to 63 lower-case letters, digits, '.', '_' or '-', the first a letter or digit
 pools[0].capacity.gpu: invalid_quantity
     gpu must not be negative
 profiles[0].connections[0].pool: unknown_pool
@@ -70,6 +70,9 @@ _PLAIN_FIELD = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # a field name shown in a pa
 MAX_POOLS, MAX_PROFILES, MAX_POLICIES = 200, 500, 500  # decision 93; the totals are document_checks'
 MAX_CONNECTIONS, MAX_QUOTAS, MAX_KEYS = 50, 64, 100  # per profile, per policy, per vector (and request)
 MAX_DESCRIPTION, MAX_CONNECTION_NAME, MAX_GROUP, MAX_PRIORITY = 1000, 100, 150, 1_000_000
+MAX_DISPLAY_NAME = 100
+# What a name may contain, in words (NAME_PATTERN's): the API's message and the editor's hint.
+NAME_RULE = "1 to 63 lower-case letters, digits, '.', '_' or '-', the first a letter or digit"
 
 _MISSING: Any = object()  # a field the document leaves out
 
@@ -81,10 +84,10 @@ class Fields:
 
 
 DOCUMENT_FIELDS = Fields(("pools", "profiles", "policies"), ("version",))
-POOL_FIELDS = Fields(("name",), ("capacity", "description", "execution_order"))
-PROFILE_FIELDS = Fields(("name", "connections"), ("resources", "policies", "description", "dynamic"))
+POOL_FIELDS = Fields(("name",), ("display_name", "capacity", "description", "execution_order"))
+PROFILE_FIELDS = Fields(("name", "connections"), ("display_name", "resources", "policies", "description", "dynamic"))
 CONNECTION_FIELDS = Fields(("pool",), ("name",))
-POLICY_FIELDS = Fields(("name",), ("group", "quotas", "description", "priority"))
+POLICY_FIELDS = Fields(("name",), ("display_name", "group", "quotas", "description", "priority"))
 QUOTA_FIELDS = Fields(("key",), ("scope", "reserved", "limit"))
 
 
@@ -126,17 +129,22 @@ def to_document(config: Config, version: int | None = None) -> dict[str, Any]:
     """
     orders = _full_orders(config)
     doc: dict[str, Any] = {} if version is None else {"version": version}
-    doc["pools"] = [{"name": p.name, "description": p.description, "capacity": p.capacity.to_json(),
+    doc["pools"] = [{"name": p.name, **_display(p), "description": p.description, "capacity": p.capacity.to_json(),
                      "execution_order": orders.get(p.name, [])} for p in config.pools]
     doc["profiles"] = [_profile_document(p) for p in config.profiles]
     doc["policies"] = [_policy_document(p) for p in config.policies]
     return doc
 
 
+def _display(entry: Pool | Profile | Policy) -> dict[str, str]:
+    """A display name is written only when there is one: a document without stays as it was."""
+    return {"display_name": entry.display_name} if entry.display_name else {}
+
+
 def _policy_document(policy: Policy) -> dict[str, Any]:
     # An absent group is "" and a given one must not be empty, so "" is written by leaving it out.
     group = {"group": policy.group} if policy.group else {}
-    return {"name": policy.name, "description": policy.description, **group, "priority": policy.priority,
+    return {"name": policy.name, **_display(policy), "description": policy.description, **group, "priority": policy.priority,
             "quotas": [_quota_document(row) for row in policy.quotas]}
 
 
@@ -144,7 +152,8 @@ def _profile_document(profile: Profile) -> dict[str, Any]:
     names = profile.connection_names
     connections = [{"pool": pool, "name": names[j] if j < len(names) and names[j] else pool}
                    for j, pool in enumerate(profile.pools)]
-    return {"name": profile.name, "description": profile.description, "resources": profile.resources.to_json(),
+    return {"name": profile.name, **_display(profile), "description": profile.description,
+            "resources": profile.resources.to_json(),
             "dynamic": profile.dynamic, "connections": connections, "policies": list(profile.policies)}
 
 
@@ -187,8 +196,10 @@ def _read_pool(reading: Reading, raw: object, path: str) -> Pool:
     obj = _object(reading, raw, path, POOL_FIELDS, "a pool")
     if obj is None:
         return Pool("", Vector())
+    name = _name(reading, obj, path, "pool")
     return Pool(
-        name=_name(reading, obj, path, "pool"),
+        name=name,
+        display_name=_display_name(reading, obj, path, name),
         capacity=_vector(reading, obj, path, "capacity"),
         execution_order=_references(reading, obj, path, "execution_order", "profile", MAX_PROFILES),
         description=_text(reading, obj, path, "description", MAX_DESCRIPTION),
@@ -211,6 +222,7 @@ def _read_profile(reading: Reading, raw: object, path: str) -> Profile:
         dynamic = False
     return Profile(
         name=name,
+        display_name=_display_name(reading, obj, path, name),
         resources=_vector(reading, obj, path, "resources"),
         dynamic=dynamic,
         pools=tuple(pool for pool, _ in connections),
@@ -239,6 +251,7 @@ def _read_policy(reading: Reading, raw: object, path: str) -> Policy:
                    for j, item in enumerate(_list(reading, obj, "quotas", f"{path}.quotas", MAX_QUOTAS)))
     return Policy(
         name=name,
+        display_name=_display_name(reading, obj, path, name),
         priority=_priority(reading, obj.get("priority", 0), f"{path}.priority"),
         quotas=quotas,
         group=_text(reading, obj, path, "group", MAX_GROUP, required=True),
@@ -307,8 +320,14 @@ def _name(reading: Reading, obj: Mapping[Any, Any], path: str, kind: str) -> str
         return ""
     if not NAME_PATTERN.fullmatch(raw):
         reading.error(f"{path}.name", "invalid_name",
-                      f"{show(raw)} is not a valid {kind} name: names match ^{NAME_PATTERN.pattern}$")
+                      f"{show(raw)} is not a valid {kind} name: a name has {NAME_RULE}")
     return raw
+
+
+def _display_name(reading: Reading, obj: Mapping[Any, Any], path: str, name: str) -> str:
+    """What people read, any text; "" when it is absent or the name itself."""
+    shown = _text(reading, obj, path, "display_name", MAX_DISPLAY_NAME)
+    return "" if shown == name else shown
 
 
 def _reference(reading: Reading, raw: object, path: str, kind: str) -> str:

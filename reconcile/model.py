@@ -72,6 +72,11 @@ class Pool:
     # Profiles served first on this pool; connected profiles not listed follow in name order.
     execution_order: tuple[str, ...] = ()
     description: str = ""
+    display_name: str = ""  # what people read; "" when it is the name
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +96,11 @@ class Policy:
     quotas: tuple[Quota, ...] = ()
     group: str = ""
     description: str = ""
+    display_name: str = ""  # what people read; "" when it is the name
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +112,11 @@ class Profile:
     policies: tuple[str, ...] = ()  # policy rank: first = served first
     connection_names: tuple[str, ...] = ()  # display names, parallel to ``pools``
     description: str = ""
+    display_name: str = ""  # what people read; "" when it is the name
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name
 
 
 @dataclass(frozen=True)

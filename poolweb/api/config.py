@@ -173,6 +173,9 @@ class DraftProvisionView(AdminView):
             return stale_response(stale)
         except services.DraftChanged as changed:
             return Response({"detail": str(changed), "code": "draft_changed"}, status=status.HTTP_409_CONFLICT)
+        except services.DraftUnchanged as unchanged:
+            return Response({"detail": str(unchanged), "code": "no_changes", "live_version": unchanged.live_version},
+                            status=status.HTTP_409_CONFLICT)
         return Response({"version": version.number})
 
 

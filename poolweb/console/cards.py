@@ -80,8 +80,10 @@ class PoolCard:
     pending: int | None = None
     mark: Mark | None = None
     issues: tuple[Finding, ...] = ()
+    display_name: str = ""  # "": the name
 
-    COMPARED = (("description", "description"), ("capacity", "capacity"), ("execution order", "order"))
+    COMPARED = (("display name", "display_name"), ("description", "description"), ("capacity", "capacity"),
+                ("execution order", "order"))
 
 
 @dataclass(frozen=True)
@@ -97,8 +99,9 @@ class ProfileCard:
     running: int | None = None
     mark: Mark | None = None
     issues: tuple[Finding, ...] = ()
+    display_name: str = ""
 
-    COMPARED = (("description", "description"), ("allotment", "resources"), ("allotment", "dynamic"),
+    COMPARED = (("display name", "display_name"), ("description", "description"), ("allotment", "resources"), ("allotment", "dynamic"),
                 ("connections", "connections"), ("policy rank", "policies"))
 
 
@@ -112,8 +115,9 @@ class PolicyCard:
     quotas: tuple[QuotaLine, ...]
     mark: Mark | None = None
     issues: tuple[Finding, ...] = ()
+    display_name: str = ""
 
-    COMPARED = (("description", "description"), ("group", "group"), ("priority", "priority"),
+    COMPARED = (("display name", "display_name"), ("description", "description"), ("group", "group"), ("priority", "priority"),
                 ("quotas", "quotas"))
 
 
@@ -158,6 +162,15 @@ def optional_text(milli: int | None) -> str | None:
 UNSHOWN_KEYS = frozenset({"step_run"})  # every request takes one step_run (R-11): it tells a person nothing
 
 
+def resources_text(milli: Mapping[str, int] | None) -> str:
+    """A request's resources as people read them, the one wording of every page and row:
+    ``{"mcpu": 8000000, "gpu": 500, "step_run": 1000}`` → "0.5 gpu · 8000 mcpu" (gpu first, then
+    by name; quantities as the API writes them; no step_run, no zeros)."""
+    shown = [f"{quantity_text(milli[key])} {key}" for key in sorted(milli or {}, key=key_order)
+             if milli[key] and key not in UNSHOWN_KEYS]
+    return " · ".join(shown) or "nothing"
+
+
 def key_order(key: str) -> tuple[bool, str]:
     """gpu first, then the other keys by name."""
     return key != "gpu", key
@@ -173,14 +186,16 @@ def config_board(config: Config, *, usage: Iterable[PoolState] = (), pending: Ma
     each profile's counts (the live version's page)."""
     states = {state.name: state for state in usage}
     pools = tuple(PoolCard(i, p.name, p.description, amounts(p.capacity), p.execution_order,
-                           *_usage(states.get(p.name), p.capacity)) for i, p in enumerate(config.pools))
+                           *_usage(states.get(p.name), p.capacity), display_name=p.display_name)
+                  for i, p in enumerate(config.pools))
     profiles = tuple(ProfileCard(i, p.name, p.description, amounts(p.resources), p.dynamic, _links(p), p.policies,
                                  None if pending is None else pending.get(p.name, 0),
-                                 None if running is None else running.get(p.name, 0))
+                                 None if running is None else running.get(p.name, 0), display_name=p.display_name)
                      for i, p in enumerate(config.profiles))
     policies = tuple(PolicyCard(i, p.name, p.description, p.group, str(p.priority),
                                 tuple(QuotaLine(q.scope, q.key, optional_text(q.reserved), optional_text(q.limit))
-                                      for q in p.quotas)) for i, p in enumerate(config.policies))
+                                      for q in p.quotas), display_name=p.display_name)
+                     for i, p in enumerate(config.policies))
     return Board(pools, profiles, policies)
 
 

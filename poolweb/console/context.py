@@ -1,5 +1,6 @@
 """What the shell of every console page needs (templates/console/base.html): the navigation and
-the management switch's state, read only when a page shows them."""
+the management switch's state (with who turned it off and when, for the banner while it is off),
+read only when a page shows them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from functools import cached_property
 
 from django.http import HttpRequest
 
-from poolweb.selectors.versions import management_enabled
+from poolweb.console.request_pages import ACTIONS
+from poolweb.selectors.versions import Management, management_state
 
 # (link name, path, admins only): docs/console.md names the links.
 NAVIGATION = (
@@ -30,9 +32,14 @@ class Shell:
         return [{"name": name, "href": href, "current": here == href if href == "/" else here.startswith(href)}
                 for name, href, admins in NAVIGATION if user.is_staff or not admins]
 
+    @property
+    def request_states(self) -> dict[str, tuple[str, ...]]:
+        """The states that offer Cancel and Release, for the pages' scripts (static/console/states.js)."""
+        return ACTIONS
+
     @cached_property
-    def management_enabled(self) -> bool:
-        return management_enabled()
+    def management(self) -> Management:
+        return management_state()
 
 
 def shell(request: HttpRequest) -> dict:

@@ -128,7 +128,8 @@ def _pool(index: int, raw: Mapping, connected: Mapping[str, list[str]]) -> PoolC
     listed = [p for p in dict.fromkeys(_names(written[:MAX_PROFILES] if isinstance(written, list) else ()))
               if p in profiles]
     order = (*listed, *sorted(set(profiles) - set(listed)))
-    return PoolCard(index, name, _text(raw.get("description")), _amounts(raw.get("capacity")), order)
+    return PoolCard(index, name, _text(raw.get("description")), _amounts(raw.get("capacity")), order,
+                    display_name=_display_name(raw, name))
 
 
 def _profile(index: int, raw: Mapping, shown: _Shown) -> ProfileCard:
@@ -137,17 +138,26 @@ def _profile(index: int, raw: Mapping, shown: _Shown) -> ProfileCard:
         if isinstance(connection, Mapping):
             pool = _text(connection.get("pool"))
             links.append(Link(pool, _text(connection.get("name")) or pool))
-    return ProfileCard(index, _text(raw.get("name")), _text(raw.get("description")), _amounts(raw.get("resources")),
+    name = _text(raw.get("name"))
+    return ProfileCard(index, name, _text(raw.get("description")), _amounts(raw.get("resources")),
                        raw.get("dynamic") is True, tuple(links),
-                       _names(shown.items(raw.get("policies"), MAX_POLICIES, "policies")))
+                       _names(shown.items(raw.get("policies"), MAX_POLICIES, "policies")),
+                       display_name=_display_name(raw, name))
 
 
 def _policy(index: int, raw: Mapping, shown: _Shown) -> PolicyCard:
     quotas = tuple(QuotaLine(_text(q.get("scope", ALL_POOLS)), _text(q.get("key")), _quantity(q.get("reserved")),
                              _quantity(q.get("limit")))
                    for q in shown.items(raw.get("quotas"), MAX_QUOTAS, "quotas") if isinstance(q, Mapping))
-    return PolicyCard(index, _text(raw.get("name")), _text(raw.get("description")), _text(raw.get("group")),
-                      _text(raw.get("priority", 0)), quotas)
+    name = _text(raw.get("name"))
+    return PolicyCard(index, name, _text(raw.get("description")), _text(raw.get("group")),
+                      _text(raw.get("priority", 0)), quotas, display_name=_display_name(raw, name))
+
+
+def _display_name(raw: Mapping, name: str) -> str:
+    """As the document reads it: "" when absent or the name itself."""
+    shown = _text(raw.get("display_name"))
+    return "" if shown == name else shown
 
 
 def _amounts(raw: Any) -> tuple[Amount, ...]:

@@ -1,20 +1,20 @@
 """What the live queue pages show (/queues/, /queues/<pool>/) and "Why it waits", shaped for their
 templates. Rows are made from the request object exactly as the API gives it to this reader
-(``request_data_for``), so the privacy rule is the API's, and static/console/queues.js makes the
-same cells from the same JSON when a row arrives live: a row looks the same however it arrived.
+(``request_data_for``), so the privacy rule is the API's. A row is only ever made here: the first
+render and every live update (static/console/queue.js reads ``queue_rows``) use the same partial.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from poolweb.console.cards import UNSHOWN_KEYS, Bar, bar, key_order
+from poolweb.console.cards import Bar, bar, key_order, resources_text
 from poolweb.selectors.live import PoolState
 from poolweb.selectors.requests import Audience
 from poolweb.selectors.waiting import WhyWaits
-from poolweb.services.payloads import grace_end, quantities, request_data_for
+from poolweb.services.payloads import grace_end, request_data_for
 from reconcile import State
 from reconcile.quantity import quantity_text
 
@@ -29,14 +29,11 @@ class Row:
     data: dict  # the request object as this reader may see it
     hidden: bool  # not theirs nor their team's: no name, owner, labels, reason or message
     linked: bool  # the reader may open /requests/<id>/ (the owner, admins)
+    resources: str  # as people read them (cards.resources_text)
 
     @property
     def id(self) -> int:
         return self.data["id"]
-
-    @property
-    def resources(self) -> str:
-        return resources_text(self.data["resources"])
 
     @property
     def state_text(self) -> str:
@@ -47,15 +44,10 @@ class Row:
         return "" if self.hidden else (self.data["message"] or self.data["reason"])
 
 
-def resources_text(resources: Mapping[str, int | float]) -> str:
-    """``{"mcpu": 8000, "gpu": 0.5, "step_run": 1}`` → "0.5 gpu · 8000 mcpu", as the ``resources``
-    filter writes it (and queues.js resourcesText)."""
-    return " · ".join(f"{resources[key]} {key}" for key in sorted(resources, key=key_order) if key not in UNSHOWN_KEYS)
-
-
 def row(request, audience: Audience, username: str) -> Row:
     data = request_data_for(request, audience)
-    return Row(data, "owner" not in data, audience.is_admin or data.get("owner") == username)
+    return Row(data, "owner" not in data, audience.is_admin or data.get("owner") == username,
+               resources_text(request.resources))
 
 
 def rows(requests: Iterable, audience: Audience, username: str) -> list[Row]:
@@ -125,6 +117,5 @@ def why_view(why: WhyWaits, audience: Audience, username: str) -> WhyView:
     preemptor = shown(why.preemptor) if why.preemptor is not None and not subject.hidden else None
     return WhyView(
         subject, pool_summary(why.pool) if why.pool else None, why.ahead, tuple(map(shown, why.nearest)),
-        resources_text(quantities({k: v for k, v in why.demand.items() if k not in UNSHOWN_KEYS})),
-        tuple(Holding(shown(h), resources_text(quantities(h.resources))) for h in why.holders),
+        resources_text(why.demand), tuple(Holding(shown(h), resources_text(h.resources)) for h in why.holders),
         tuple(map(shown, why.victims)), preemptor, grace_end(why.request), why.overtaken)

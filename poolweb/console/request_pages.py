@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
@@ -22,15 +22,17 @@ from poolweb.selectors.requests import (
     FilterError, FiltersInvalid, RequestFilters, audience_of, parse_filters, request_get, request_history,
     request_list,
 )
-from poolweb.selectors.versions import live_config
+from poolweb.selectors.versions import display_names, live_config
 from poolweb.selectors.waiting import why_waits
-from poolweb.services.payloads import request_data
+from poolweb.services.payloads import request_data, request_warnings
 from reconcile import LIVE_STATES, UNFINISHED_STATES, State
 
 REQUESTS_PER_PAGE = 50
 ACTIVE = ",".join(UNFINISHED_STATES)
 STATE_CHOICES = (("", "Any state"), (ACTIVE, "Active (pending or live)"),
                  *((s.value, s.value) for s in State))
+# Which states offer Cancel and Release: the one definition, rendered into every page for its
+# scripts too (base.html, static/console/shared/states.js).
 ACTIONS = {"cancellable": UNFINISHED_STATES, "releasable": LIVE_STATES}
 OWNER_FOR_ADMINS = "Only administrators filter by owner: these are your own requests."
 
@@ -120,9 +122,27 @@ def request_page(request: HttpRequest, request_id: int) -> HttpResponse:
     history = request_history(user=request.user, request_id=request_id) or []
     return render(request, "console/request.html", {
         "row": row, "lease": lease_of(row), "history": history, "labels": sorted(row.labels.items()), **ACTIONS,
-        "why": _why(request, row),
+        "why": _why(request, row), "names": display_names(),
+        "warnings": request_warnings(row.state, row.preemptible, row.max_retries),
         "page": {"seq": seq, "request": request_data(row), "changes": len(history)},
     })
+
+
+@login_required
+@require_GET
+def request_history_rows(request: HttpRequest, request_id: int) -> HttpResponse:
+    """The request's state changes after the first ``?after=`` as rows (history_row.html, the only
+    markup of one), in a ``<tbody data-count>`` with how many there are in all: what its page
+    appends when a change arrives live."""
+    try:
+        after = int(request.GET.get("after", 0))
+    except ValueError:
+        return HttpResponseBadRequest("after is a whole number")
+    history = request_history(user=request.user, request_id=request_id)
+    if history is None:
+        raise Http404(f"there is no request {request_id}")
+    return render(request, "console/partials/history_rows.html",
+                  {"history": history[max(after, 0):], "count": len(history)})
 
 
 def _why(request: HttpRequest, row: Request) -> WhyView | None:

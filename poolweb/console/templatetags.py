@@ -22,7 +22,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince, timeuntil
 
-from poolweb.console.cards import UNSHOWN_KEYS, Link, QuotaLine, key_order
+from poolweb.console.cards import Link, QuotaLine, resources_text
 from reconcile import ALL_POOLS
 from reconcile.quantity import quantity_text
 
@@ -41,22 +41,22 @@ EXACT = "%Y-%m-%d %H:%M:%S UTC"  # the title of every <time>, as times.js writes
 
 
 @register.filter
-def ago(moment: datetime | None) -> str:
+def ago(at: datetime | None) -> str:
     """"just now", "3 minutes ago", "2 days ago", "in 4 minutes": the largest unit only (the exact
     time is in the element's title)."""
-    if moment is None:
+    if at is None:
         return ""
     now = timezone.now()
-    seconds = (now - moment).total_seconds()
+    seconds = (now - at).total_seconds()
     if abs(seconds) < 60:
         return "just now"
     if seconds < 0:
-        return f"in {timeuntil(moment, now=now, depth=1)}"
-    return f"{timesince(moment, now=now, depth=1)} ago"
+        return f"in {timeuntil(at, now=now, depth=1)}"
+    return f"{timesince(at, now=now, depth=1)} ago"
 
 
 @register.simple_tag
-def moment(value: datetime | None, empty: str = "—") -> str:
+def time_ago(value: datetime | None, empty: str = "—") -> str:
     """``<time datetime="…" title="exact">3 minutes ago</time>``, or ``empty`` for no time."""
     if value is None:
         return format_html('<span class="muted">{}</span>', empty)
@@ -66,17 +66,20 @@ def moment(value: datetime | None, empty: str = "—") -> str:
 
 
 @register.filter
+def shown(name: str | None, labels: Mapping[str, str] | None) -> str | None:
+    """A pool's, profile's or policy's name as people read it (its display name), from ``labels``
+    (selectors.versions.display_names); the name itself when it has none or is not live."""
+    return (labels or {}).get(name, name) if name else name
+
+
+@register.filter
 def exact(value: datetime | None) -> str:
     return "" if value is None else value.astimezone(tz.utc).strftime(EXACT)
 
 
 @register.filter
 def resources(milli: Mapping[str, int] | None) -> str:
-    """A request's resources as people read them: "0.5 gpu · 8000 mcpu" (gpu first, quantities
-    as the API writes them, no step_run)."""
-    shown = [f"{quantity_text(milli[key])} {key}" for key in sorted(milli or {}, key=key_order)
-             if milli[key] and key not in UNSHOWN_KEYS]
-    return " · ".join(shown) or "nothing"
+    return resources_text(milli)
 
 
 @register.filter

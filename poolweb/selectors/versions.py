@@ -10,6 +10,7 @@ the ``TermsCache`` the planner fills as passes need its terms.
 from __future__ import annotations
 
 from collections import defaultdict
+from datetime import datetime
 from typing import NamedTuple
 
 from django.db.models import QuerySet
@@ -77,6 +78,21 @@ def management_enabled() -> bool:
     return site().management_enabled
 
 
+class Management(NamedTuple):
+    """The switch as a page tells it: on or off, who last flipped it and when (None: nobody yet,
+    or an account since deleted)."""
+
+    enabled: bool
+    changed_by: str | None
+    changed_at: datetime | None
+
+
+def management_state() -> Management:
+    row = SiteState.objects.filter(pk=1).values_list(
+        "management_enabled", "management_changed_by__username", "management_changed_at").first()
+    return Management(*row) if row else Management(True, None, None)
+
+
 def config_live_document() -> dict:
     """The provisioned document with its ``version``; version 0 and empty lists before any."""
     version = live_version()
@@ -123,6 +139,20 @@ def live_config() -> Config:
     return live_engine_version().config
 
 
+class DisplayNames(NamedTuple):
+    """Name → what people read, per kind, in the live configuration (the name when it has none)."""
+
+    pools: dict[str, str]
+    profiles: dict[str, str]
+    policies: dict[str, str]
+
+
+def display_names() -> DisplayNames:
+    config = live_config()
+    return DisplayNames(*({entry.name: entry.label for entry in entries}
+                          for entries in (config.pools, config.profiles, config.policies)))
+
+
 def config_from_rows(version: ConfigVersion) -> Config:
     """The version's rows as a ``Config`` (six queries); entries and quota rows in document order.
     The many rows (connections, queues, quotas) are read as values, not model instances: at the
@@ -142,11 +172,11 @@ def config_from_rows(version: ConfigVersion) -> Config:
     for policy_id, scope, key, reserved, limit in (QuotaRow.objects.filter(policy__version=version).order_by("id")
                                                    .values_list("policy_id", "scope", "key", "reserved", "limit")):
         quotas[policy_id].append(Quota(scope, key, reserved, limit))
-    pools = tuple(Pool(p.name, Vector(p.capacity), tuple(name for _, name in sorted(execution[p.id])), p.description)
-                  for p in PoolRow.objects.filter(version=version).order_by("id"))
+    pools = tuple(Pool(p.name, Vector(p.capacity), tuple(name for _, name in sorted(execution[p.id])), p.description,
+                       p.display_name) for p in PoolRow.objects.filter(version=version).order_by("id"))
     profiles = tuple(_profile(p, sorted(connections[p.id]), ranked[p.id])
                      for p in ProfileRow.objects.filter(version=version).order_by("id"))
-    policies = tuple(Policy(p.name, p.priority, tuple(quotas[p.id]), p.group_name, p.description)
+    policies = tuple(Policy(p.name, p.priority, tuple(quotas[p.id]), p.group_name, p.description, p.display_name)
                      for p in PolicyRow.objects.filter(version=version).order_by("id"))
     return Config(pools, profiles, policies)
 
@@ -154,4 +184,4 @@ def config_from_rows(version: ConfigVersion) -> Config:
 def _profile(row: ProfileRow, connections: list[tuple[int, str, str]], policies: list[str]) -> Profile:
     """``connections``: (precedence, pool name, connection name), in precedence order."""
     return Profile(row.name, Vector(row.resources), row.dynamic, tuple(pool for _, pool, _ in connections),
-                   tuple(policies), tuple(name for _, _, name in connections), row.description)
+                   tuple(policies), tuple(name for _, _, name in connections), row.description, row.display_name)

@@ -54,6 +54,15 @@ class DraftChanged(Exception):
                          "look at the draft and provision it again")
 
 
+class DraftUnchanged(Exception):
+    """The draft configures exactly what is live: a version of it would change nothing, so none is
+    made (as ``config import`` does); the draft is left as it is."""
+
+    def __init__(self, live_version: int) -> None:
+        super().__init__(f"the draft configures exactly what version {live_version} does: nothing was provisioned")
+        self.live_version = live_version
+
+
 class ConfigInvalid(Exception):
     """A document or provision refused, with every finding (docs/api.md §1)."""
 
@@ -86,13 +95,16 @@ def config_provision_document(*, document: Any, author=None, author_name: str = 
 def draft_provision(*, user, comment: str = "", confirm_stale: bool = False) -> ConfigVersion:
     """Provision the draft and discard it, in one transaction (S-12 step 3 and 4); ``DraftStale``
     when it was made from a version no longer live and ``confirm_stale`` is false, ``DraftChanged``
-    when the draft was saved again while it was being provisioned."""
+    when the draft was saved again while it was being provisioned, ``DraftUnchanged`` (nothing
+    written) when it configures exactly what is live."""
     with site_locked():  # the live version stays put from the staleness check to the publish
         draft = Draft.objects.filter(pk=1).first()
         if draft is None:
             raise ConfigNotFound("there is no draft")
         refuse_stale(draft, confirmed=confirm_stale)
-        version = _provision(document=draft.document, author=user, comment=comment, draft=draft)
+        version = _provision(document=draft.document, author=user, comment=comment, draft=draft, if_changed=True)
+        if version is None:
+            raise DraftUnchanged(live_number())
     _reconcile_after_change()
     return version
 
@@ -136,9 +148,12 @@ def management_set(*, enabled: bool, user) -> bool:
     with site_locked() as state, transaction.atomic():
         changed = state.management_enabled != enabled
         state.management_enabled = enabled
-        state.save(update_fields=["management_enabled"])
         if changed:
-            events.publish(events.MANAGEMENT_CHANGED, {"enabled": enabled, "by": getattr(user, "username", None)})
+            state.management_changed_by, state.management_changed_at = user, timezone.now()
+        state.save(update_fields=["management_enabled", "management_changed_by", "management_changed_at"])
+        if changed:
+            events.publish(events.MANAGEMENT_CHANGED, {"enabled": enabled, "by": getattr(user, "username", None),
+                                                       "at": moment(state.management_changed_at)})
     logger.info("management %s by %s", "enabled" if enabled else "disabled", getattr(user, "username", None))
     _reconcile_after_change()
     return enabled
@@ -189,14 +204,14 @@ def _publish(state: SiteState, config: Config, normalised: dict, summary: str, *
 def _write_rows(version: ConfigVersion, config: Config) -> None:
     """The version as rows, quantities in milli-units, both orders of every connection."""
     pools = {row.name: row for row in PoolRow.objects.bulk_create(
-        [PoolRow(version=version, name=p.name, description=p.description, capacity=dict(p.capacity))
-         for p in config.pools])}
+        [PoolRow(version=version, name=p.name, display_name=p.display_name, description=p.description,
+                 capacity=dict(p.capacity)) for p in config.pools])}
     profiles = {row.name: row for row in ProfileRow.objects.bulk_create(
-        [ProfileRow(version=version, name=p.name, description=p.description, resources=dict(p.resources),
-                    dynamic=p.dynamic) for p in config.profiles])}
+        [ProfileRow(version=version, name=p.name, display_name=p.display_name, description=p.description,
+                    resources=dict(p.resources), dynamic=p.dynamic) for p in config.profiles])}
     policies = {row.name: row for row in PolicyRow.objects.bulk_create(
-        [PolicyRow(version=version, name=p.name, description=p.description, group_name=p.group,
-                   priority=p.priority) for p in config.policies])}
+        [PolicyRow(version=version, name=p.name, display_name=p.display_name, description=p.description,
+                   group_name=p.group, priority=p.priority) for p in config.policies])}
     Connection.objects.bulk_create([
         Connection(profile=profiles[p.name], pool=pools[pool], name=_connection_name(p.connection_names, j, pool),
                    precedence=j, execution_position=config.execution_index[(pool, p.name)])

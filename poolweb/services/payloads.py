@@ -17,7 +17,7 @@ from django.conf import settings
 
 from poolweb.selectors.live import PolicyState, PoolState
 from poolweb.selectors.requests import Audience
-from reconcile import State, format_quantity
+from reconcile import UNFINISHED_STATES, State, format_quantity
 
 REQUEST_FIELDS = ("id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
@@ -99,14 +99,11 @@ PREEMPTIBLE_WITHOUT_RETRIES = {
 }
 
 
-_MAY_BE_PREEMPTED = frozenset(state.value for state in (State.PENDING, State.ALLOCATED, State.PREEMPTING))
-
-
 def request_warnings(state: str, preemptible: bool, max_retries: int) -> list[dict[str, str]]:
     """What its owner should know while it may still run, each ``{code, message}`` (decision 117):
     a preemptible request with no retries is lost for good at its first preemption. A finished
     request is warned of nothing: its story is its reason."""
-    if state in _MAY_BE_PREEMPTED and preemptible and max_retries == 0:
+    if state in UNFINISHED_STATES and preemptible and max_retries == 0:
         return [dict(PREEMPTIBLE_WITHOUT_RETRIES)]
     return []
 

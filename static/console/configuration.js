@@ -1,21 +1,24 @@
 // The resource configuration page (/): lines between the cards, live usage, the notice when
 // another version is provisioned, and for admins the editor (editor.js).
 
-import { on, startStream } from "./stream.js";
-import { followLines } from "./lines.js";
-import { refreshPools, showPool } from "./usage.js";
+import { on, startStream } from "./shared/stream.js";
+import { followLines } from "./shared/lines.js";
+import { refreshPools, showPool } from "./shared/usage.js";
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
 const board = document.getElementById("board");
 const redraw = followLines(board);
 let editor = null;
 
-// A notice the editor left before reloading (a provision), shown once.
+// A notice the editor left before reloading (a provision), shown once; the focus goes to it, where
+// the person's attention is, rather than to the top of the page.
 const left = sessionStorage.getItem("poolweb.notice");
 if (left) {
   sessionStorage.removeItem("poolweb.notice");
-  const notice = Object.assign(document.createElement("p"), { className: "notice success", textContent: left });
+  const notice = Object.assign(document.createElement("p"), { className: "notice success", textContent: left,
+                                                              id: "provisioned", tabIndex: -1 });
   document.getElementById("notices").append(notice);
+  notice.focus();
 }
 
 on("pool.updated", (state) => { if (!document.body.classList.contains("editing")) showPool(board, state); });
@@ -42,7 +45,7 @@ startStream(document.querySelector("[data-live]"), page.seq);
 
 if (page.admin) {
   // Members never load the editor; for admins the button works from the first moment.
-  const ready = import("./editor.js").then(({ Editor }) => { editor = new Editor({ board, redraw }); return editor; });
+  const ready = import("./shared/editor.js").then(({ Editor }) => { editor = new Editor({ board, redraw }); return editor; });
   document.getElementById("open-editor").addEventListener("click", async () => (await ready).open());
   document.getElementById("first-pool")?.addEventListener("click", async () => {
     const opened = await ready;

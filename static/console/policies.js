@@ -4,8 +4,8 @@
 // server (/policies/<name>/card/), rendered as the page rendered it. Cards of policies this
 // person does not see are not on the page, and their events are let be.
 
-import { on, startStream } from "./stream.js";
-import { flash } from "./flash.js";
+import { on, startStream } from "./shared/stream.js";
+import { flash } from "./shared/flash.js";
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
 const list = document.getElementById("policies");

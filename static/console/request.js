@@ -1,15 +1,15 @@
 // One request's page (/requests/<id>/): its fields and history follow the stream
 // (request.updated for it; pool.updated of the pool it is queued for, which moves positions
-// without an event of its own), Cancel / Release through the REST API. A new history row is
-// appended as the server's history_row.html renders one; nothing above it moves.
+// without an event of its own), Cancel / Release through the REST API. New history rows are
+// appended as the server renders them (/requests/<id>/history/, history_row.html); nothing above
+// them moves.
 
-import { api } from "./api.js";
-import { on, startStream } from "./stream.js";
-import { alertNotice, followActions } from "./request_actions.js";
-import { flash } from "./flash.js";
-import { showRequest } from "./request_view.js";
-import { timeElement } from "./times.js";
-import "./countdown.js"; // a grace that begins while the page is open counts down too
+import { api } from "./shared/api.js";
+import { on, startStream } from "./shared/stream.js";
+import { alertNotice, followActions } from "./shared/request_actions.js";
+import { flash } from "./shared/flash.js";
+import { showRequest } from "./shared/request_view.js";
+import "./shared/countdown.js"; // a grace that begins while the page is open counts down too
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
 const notices = document.getElementById("notices");
@@ -18,36 +18,19 @@ let current = page.request;
 let shownChanges = page.changes;
 let reading = Promise.resolve();
 
-function cell(content, className = "") {
-  const td = document.createElement("td");
-  if (className) td.className = className;
-  td.append(content);
-  return td;
-}
-
-function chip(state) {
-  return Object.assign(document.createElement("span"), { className: `state-chip state-${state}`, textContent: state });
-}
-
-function changeRow(change) {
-  const tr = document.createElement("tr");
-  tr.append(cell(timeElement(change.at), "nowrap"), cell(chip(change.state)),
-            cell(Object.assign(document.createElement("code"), { textContent: change.reason })),
-            cell(change.message || "—", "message"), cell(String(change.attempt), "num"), cell(change.pool || "—"));
-  return tr;
-}
-
 // Append the changes this page does not show yet (one read at a time, so none comes twice).
 function readHistory() {
   reading = reading.then(async () => {
-    const result = await api("GET", `/requests/${current.id}/history`);
-    if (!result.ok) return;
-    for (const change of result.data.slice(shownChanges)) {
-      const tr = changeRow(change);
-      history.append(tr);
-      flash(tr);
+    const response = await fetch(`/requests/${current.id}/history/?after=${shownChanges}`,
+      { credentials: "same-origin", headers: { Accept: "text/html" } }).catch(() => null);
+    if (!response?.ok) return;
+    const rows = new DOMParser().parseFromString(`<table>${await response.text()}</table>`, "text/html").querySelector("tbody");
+    for (const tr of [...rows.rows]) {
+      const row = document.importNode(tr, true);
+      history.append(row);
+      flash(row);
     }
-    shownChanges = Math.max(shownChanges, result.data.length);
+    shownChanges = Math.max(shownChanges, Number(rows.dataset.count));
     document.querySelector("[data-history-count]").textContent = String(shownChanges);
     if (shownChanges) document.getElementById("history-empty")?.remove();
   });

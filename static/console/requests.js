@@ -2,11 +2,11 @@
 // stream says (request.updated: the owner's and admins' events). A row changes in place and is
 // briefly marked; rows never move. After a resync the rows are read again from the server.
 
-import { on, startStream } from "./stream.js";
-import { followActions } from "./request_actions.js";
-import { flash } from "./flash.js";
-import { showRequest } from "./request_view.js";
-import { refreshTimes } from "./times.js";
+import { on, startStream } from "./shared/stream.js";
+import { followActions } from "./shared/request_actions.js";
+import { flash } from "./shared/flash.js";
+import { showRequest } from "./shared/request_view.js";
+import { refreshTimes } from "./shared/times.js";
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
 const notices = document.getElementById("notices");

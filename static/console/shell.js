@@ -1,15 +1,20 @@
-// Every page's shell: the management switch (role switch). Admins flip it after confirming,
-// through PUT /api/v1/management; others only see it. Pages with a stream keep it current.
+// Every page's shell: the management switch (role switch) and, while management is off, the
+// banner that says who turned it off and when. Admins flip the switch after confirming, through
+// PUT /api/v1/management; others only see it. Pages with a stream keep both current.
 
-import { api, problem } from "./api.js";
-import { confirmAction } from "./dialogs.js";
-import { on } from "./stream.js";
+import { api, problem } from "./shared/api.js";
+import { confirmAction } from "./shared/dialogs.js";
+import { on } from "./shared/stream.js";
+import { timeElement } from "./shared/times.js";
 
 const button = document.getElementById("management-switch");
+const banner = document.getElementById("management-banner");
 
-function show(enabled) {
+function show(enabled, by = null, at = new Date().toISOString()) {
   button.setAttribute("aria-checked", String(enabled));
   button.querySelector("[data-switch-state]").textContent = enabled ? "on" : "off";
+  banner.hidden = enabled;
+  if (!enabled) banner.querySelector("[data-banner-who]").replaceChildren(`Turned off by ${by ?? "you"} `, timeElement(at), ".");
 }
 
 async function flip() {
@@ -23,11 +28,11 @@ async function flip() {
         message: "The reconciler grants and preempts again, starting with the requests that waited." });
   if (!confirmed) return;
   const result = await api("PUT", "/management", { enabled: !enabled });
-  if (result.ok) show(result.data.enabled);
+  if (result.ok) show(result.data.enabled);  // by you, now
   else await confirmAction({ title: "The switch did not move", message: problem(result), confirm: "OK" });
 }
 
 if (button) {
   button.addEventListener("click", flip);
-  on("management.changed", (data) => show(Boolean(data.enabled)));
+  on("management.changed", (data) => show(Boolean(data.enabled), data.by ?? "an administrator", data.at ?? undefined));
 }

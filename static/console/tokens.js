@@ -2,9 +2,9 @@
 // lines that use it; revoke one after confirming. Both through the REST API (POST /tokens,
 // DELETE /tokens/{id}); the list changes only once the API said it is done.
 
-import { api, problem } from "./api.js";
-import { confirmAction } from "./dialogs.js";
-import { timeElement } from "./times.js";
+import { api, problem } from "./shared/api.js";
+import { confirmAction } from "./shared/dialogs.js";
+import { timeElement } from "./shared/times.js";
 
 const form = document.getElementById("create-token");
 const error = document.getElementById("create-error");

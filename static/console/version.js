@@ -1,9 +1,9 @@
 // A version's page: its cards joined by their lines, and Restore into draft (POST /api/v1/config/versions/{n}/restore), asking first
 // when it would replace a saved draft, then on to the editor.
 
-import { api, problem } from "./api.js";
-import { confirmAction } from "./dialogs.js";
-import { followLines } from "./lines.js";
+import { api, problem } from "./shared/api.js";
+import { confirmAction } from "./shared/dialogs.js";
+import { followLines } from "./shared/lines.js";
 
 const page = JSON.parse(document.getElementById("page-data").textContent);
 const message = document.getElementById("restore-message");

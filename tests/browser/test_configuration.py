@@ -86,6 +86,33 @@ def test_the_lines_follow_the_cards_when_the_window_resizes(visit, demo):
     assert_line_joins(page, "job", "h100")
 
 
+# Every line's points, sampled along it, that fall inside a card other than the two it joins.
+LINES_THROUGH_CARDS = """() => {
+  const cards = [...document.querySelectorAll("#board .card")].map((card) => ({ card, box: card.getBoundingClientRect() }));
+  const crossings = [];
+  for (const path of document.querySelectorAll("svg.lines path")) {
+    const own = [`[data-pool="${path.dataset.pool}"]`, `[data-profile="${path.dataset.profile}"]`];
+    const matrix = path.getScreenCTM();
+    for (let at = 0; at <= path.getTotalLength(); at += 4) {
+      const point = path.getPointAtLength(at).matrixTransform(matrix);
+      const hit = cards.find(({ card, box }) => !own.some((mine) => card.matches(mine))
+        && point.x > box.left + 1 && point.x < box.right - 1 && point.y > box.top + 1 && point.y < box.bottom - 1);
+      if (hit) { crossings.push(`${path.dataset.profile} → ${path.dataset.pool} crosses ${hit.card.getAttribute("aria-label")}`); break; }
+    }
+  }
+  return crossings;
+}"""
+
+
+def test_lines_go_round_the_cards_when_they_wrap_into_rows(visit, demo):
+    page = visit(demo.author)
+    for width in (768, 1024, 1229):  # a tablet, a small laptop, 1536 px at 125 %
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(300)  # the lines are redrawn on the next frame
+        expect(page.locator("svg.lines path")).to_have_count(7)
+        assert page.evaluate(LINES_THROUGH_CARDS) == [], width
+
+
 def test_usage_bars_follow_the_event_stream(visit, demo):
     page = visit(demo.author)
     expect(page.get_by_role("status")).to_have_text("Live")

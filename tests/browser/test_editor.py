@@ -247,3 +247,82 @@ def test_reset_discards_the_draft_after_asking(page):
     expect(card(page, "Pool l4")).to_have_count(0)
     expect(page.get_by_text("Added")).to_have_count(0)
     assert saved_draft() is None
+
+
+def test_enter_in_a_dialog_does_its_main_action_and_escape_cancels(page):
+    button(page, "Add pool").click()
+    form = dialog(page, "Add pool")
+    form.get_by_label("Name", exact=True).fill("l4")
+    form.get_by_label("gpu", exact=True).fill("2")
+    form.get_by_label("gpu", exact=True).press("Enter")
+    expect(form).to_be_hidden()
+    expect(card(page, "Pool l4").get_by_label("Capacity of l4")).to_contain_text("gpu2")
+
+    card(page, "Pool l4").get_by_role("button", name="Edit l4").click()
+    form = dialog(page, "Edit pool l4")
+    form.get_by_label("gpu", exact=True).fill("3")
+    form.get_by_label("gpu", exact=True).press("Escape")
+    expect(form).to_be_hidden()
+    expect(card(page, "Pool l4").get_by_label("Capacity of l4")).to_contain_text("gpu2")
+
+    button(page, "Add policy").click()
+    form = dialog(page, "Add policy")
+    form.get_by_label("Name", exact=True).fill("ops")
+    form.get_by_label("Group").fill("ops")
+    form.get_by_label("Group").press("Enter")
+    expect(card(page, "Policy ops")).to_be_visible()
+
+    card(page, "Profile half").get_by_role("button", name="Connect half").click()
+    form = dialog(page, "Connect half")
+    form.get_by_label("Connection name").fill("on l4")
+    form.get_by_role("button", name="Cancel").click()
+    expect(form).to_be_hidden()
+    expect(page.get_by_role("list", name="Pools of half")).not_to_contain_text("on l4")
+
+
+def test_connect_says_why_when_no_pool_is_left_to_choose(page):
+    card(page, "Profile 2xgpu").get_by_role("button", name="Connect 2xgpu").click()  # on h100 and a100 already
+    form = dialog(page, "Connect 2xgpu")
+
+    expect(form).to_contain_text("2xgpu is connected to every pool already: add a pool first, or disconnect one.")
+    expect(form.get_by_role("button", name="Connect", exact=True)).to_be_disabled()
+    form.get_by_role("button", name="Cancel").click()
+
+    add_pool(page, "l4", gpu=2)
+    card(page, "Profile 2xgpu").get_by_role("button", name="Connect 2xgpu").click()
+    expect(form.get_by_role("button", name="Connect", exact=True)).to_be_enabled()
+    expect(form.get_by_text("connected to every pool")).to_be_hidden()
+
+
+def test_a_validation_with_only_warnings_reads_as_a_warning(page):
+    add_policy(page, "ops", "nobody-is-in-this-group")
+
+    button(page, "Validate").click()
+
+    problems = page.get_by_role("region", name="Problems")
+    expect(problems).to_contain_text(re.compile(r"0 errors, \d+ warnings"))  # the demo's groups are empty too
+    expect(problems).to_have_class(re.compile(r"\bwarnings-only\b"))
+    expect(say(page)).to_have_text(re.compile(r"^The draft is valid \(\d+ warnings\): it can be provisioned\.$"))
+    expect(say(page)).to_have_class(re.compile(r"\bwarning\b"))
+
+
+def test_a_display_name_suggests_the_name_and_the_dialog_says_at_once_what_a_name_may_contain(page):
+    button(page, "Add pool").click()
+    form = dialog(page, "Add pool")
+    form.get_by_label("Display name").fill("H100 Half a Superpod")
+    expect(form.get_by_label("Name", exact=True)).to_have_value("h100-half-a-superpod")
+
+    form.get_by_label("Name", exact=True).fill("H100 Half")
+    hint = form.locator("[data-name-hint]")
+    expect(hint).to_have_text("“H100 Half” cannot be a name: a name has 1 to 63 lower-case letters, digits, "
+                              "'.', '_' or '-', the first a letter or digit.")
+    expect(form.get_by_label("Name", exact=True)).to_have_attribute("aria-invalid", "true")
+    form.get_by_label("Name", exact=True).fill("h100-half")
+    expect(hint).not_to_contain_text("cannot be a name")
+    form.get_by_label("gpu", exact=True).fill("4")
+    form.get_by_role("button", name="Create").click()
+
+    half = card(page, "Pool h100-half")
+    expect(half.get_by_role("heading", level=3)).to_have_text("H100 Half a Superpod h100-half")
+    save(page)
+    assert saved_draft()["pools"][-1]["display_name"] == "H100 Half a Superpod"

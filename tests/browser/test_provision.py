@@ -66,6 +66,7 @@ def test_provision_with_a_comment_shows_under_versions(visit, demo):
     form.get_by_role("button", name="Confirm provision").click()
 
     expect(page.locator(".notice.success")).to_have_text("Version 2 is provisioned and live.")
+    expect(page.locator(".notice.success")).to_be_focused()  # not the page's body (issue 20.8)
     expect(page.locator("#version-meta")).to_contain_text("Version 2")
     expect(card(page, "Pool h100").get_by_role("meter", name="gpu in use on h100")).to_have_attribute(
         "aria-valuetext", "0 of 16 gpu in use")
@@ -74,6 +75,35 @@ def test_provision_with_a_comment_shows_under_versions(visit, demo):
     expect(row).to_contain_text("alice")
     expect(row).to_contain_text("two more H100 boxes")
     expect(row).to_contain_text("changed pool h100")
+
+
+def test_the_comment_and_buttons_stay_in_sight_and_a_long_preview_says_there_is_more(visit, demo):
+    page = visit(demo.author)
+    page.set_viewport_size({"width": 1024, "height": 600})
+    open_editor(page)
+    widen_h100(page, "16")
+
+    button(page, "Provision").click()
+    form = dialog(page, "Provision")
+    expect(form.get_by_role("region", name="Preview")).to_contain_text("Usage before and after")
+
+    expect(form.get_by_text("More below: scroll the preview.")).to_be_visible()
+    for control in (form.get_by_label("Comment"), form.get_by_role("button", name="Confirm provision")):
+        expect(control).to_be_in_viewport(ratio=1)
+    form.get_by_role("region", name="Preview").evaluate("body => body.scrollTo(0, body.scrollHeight)")
+    expect(form.get_by_text("More below: scroll the preview.")).to_be_hidden()
+
+
+def test_a_draft_equal_to_the_live_version_is_not_provisioned_and_the_editor_says_so(visit, demo):
+    page = visit(demo.author)
+    open_editor(page)
+
+    button(page, "Provision").click()
+    dialog(page, "Provision").get_by_role("button", name="Confirm provision").click()
+
+    expect(say(page)).to_have_text("Nothing provisioned: the draft configures exactly what version 1 does.")
+    expect(say(page)).to_be_focused()
+    assert ConfigVersion.objects.count() == 1
 
 
 def test_a_draft_made_before_another_provision_asks_before_it_replaces_it(visit, demo):

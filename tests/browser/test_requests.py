@@ -75,6 +75,23 @@ def test_a_member_releases_and_cancels_their_requests_from_the_console(visit, de
     assert state(waiting) == "cancelled"
 
 
+def test_the_page_of_an_allocated_request_says_how_release_and_cancel_differ(visit, demo, bob):
+    running = submit(bob, "dev", "half")
+    page = visit(bob, f"/requests/{running.pk}/")
+    expect(page.get_by_role("status")).to_have_text("Live")
+    actions = page.locator(".page-actions")
+
+    expect(actions).to_contain_text("Release when its job is done; Cancel to withdraw work that should not go on.")
+    # Preemptible with max_retries 0, the defaults: the page says what a preemption would do (issue 20.3).
+    expect(page.locator("#notices")).to_contain_text("Warning: this request is preemptible with no retries")
+    expect(actions.get_by_role("button", name="Release")).to_be_visible()
+    expect(actions.get_by_role("button", name="Cancel")).to_be_visible()
+
+    release(running)
+    expect(page.get_by_role("heading", level=1)).to_contain_text("released")
+    expect(actions.get_by_text("Release when its job is done")).to_be_hidden()
+
+
 def test_an_action_the_api_refuses_shows_its_message(visit, demo, bob):
     running = submit(bob, "dev", "half")
     page = visit(bob, "/requests/")
@@ -131,7 +148,8 @@ def test_the_history_of_a_preempted_and_requeued_request_follows_on_its_page(vis
     why = page.get_by_role("region", name="Why it waits")
     expect(why.get_by_role("heading", name="Why it is preempted")).to_be_visible()
     expect(why).to_contain_text(f"request #{high.pk}")
-    expect(why.locator("time[data-countdown]")).to_have_text(re.compile(r"^0:(30|[12]\d|0\d) left$"))
+    expect(why.locator("time[data-countdown]")).to_have_text(re.compile(r"^in (30|[12]?\d) s$"))
+    expect(why.locator(".grace")).to_have_text(re.compile(r"^Grace ends at \d\d:\d\d:\d\d UTC, in (30|[12]?\d) s\.$"))
 
     with mock.patch("django.utils.timezone.now", return_value=timezone.now() + timedelta(seconds=31)):
         reconcile_pass()  # the grace is over: low is evicted and queued again as attempt 2

@@ -3,6 +3,8 @@ pages the console's part 2 fills in."""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from poolweb.models import SiteState
@@ -38,17 +40,25 @@ def test_an_admin_switches_management_off_and_on_after_confirming(visit, demo):
     switch.click()
     confirm(page, "Disable resource management?", "Cancel")
     expect(switch).to_have_attribute("aria-checked", "true")
+    banner = page.locator("#management-banner")
+    expect(banner).to_be_hidden()
     switch.click()
     confirm(page, "Disable resource management?", "Disable")
     expect(switch).to_have_attribute("aria-checked", "false")
     assert management_enabled() is False
     expect(switch).to_be_focused()  # back where the person was
+    expect(banner).to_have_text(re.compile(r"^\s*Resource management is off\.\s+Turned off by you just now\."))
 
     page.reload()
     expect(switch).to_have_attribute("aria-checked", "false")
+    expect(banner).to_contain_text("Resource management is off. Turned off by alice just now.")
+    for path in ("/queues/", "/policies/", "/requests/", "/versions/", "/account/tokens/"):
+        page.goto(path)
+        expect(banner).to_contain_text("Turned off by alice")
     switch.click()
     confirm(page, "Enable resource management?", "Enable")
     expect(switch).to_have_attribute("aria-checked", "true")
+    expect(banner).to_be_hidden()
     assert management_enabled() is True
 
 
@@ -65,3 +75,31 @@ def test_a_member_sees_the_switch_change_but_cannot_flip_it(visit, demo, bob):
     admin.get_by_role("switch", name="Resource management").click()
     confirm(admin, "Disable resource management?", "Disable")
     expect(switch).to_have_attribute("aria-checked", "false")  # from management.changed on bob's stream
+    expect(page.locator("#management-banner")).to_contain_text("Turned off by alice just now.")
+
+
+def test_the_favicon_is_the_logo(visit, demo):
+    page = visit(demo.author)
+    answer = page.goto("/favicon.ico")
+    assert answer.ok and answer.headers["content-type"].startswith("image/svg+xml")
+
+
+def test_no_page_scrolls_sideways_from_768_px_up_and_the_header_keeps_every_link(visit, demo):
+    page = visit(demo.author)
+    for width in (768, 820, 1024, 1229):
+        page.set_viewport_size({"width": width, "height": 800})
+        for path in ("/", "/queues/", "/queues/h100/", "/policies/", "/requests/", "/versions/", "/versions/1/",
+                     "/account/tokens/"):
+            page.goto(path)
+            wider = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert wider == 0, f"{path} at {width} px scrolls sideways by {wider} px"
+        for link in page.get_by_role("navigation", name="Main").get_by_role("link").all():
+            expect(link).to_be_in_viewport(ratio=0.9)  # its underline sits on the border below
+
+
+def test_a_printed_page_leaves_out_the_controls(visit, demo):
+    page = visit(demo.author)
+    page.emulate_media(media="print")
+    expect(page.get_by_role("button", name="Open editor")).to_be_hidden()
+    expect(page.get_by_role("switch", name="Resource management")).to_be_hidden()
+    expect(page.get_by_role("region", name="Pool h100", exact=True)).to_be_visible()

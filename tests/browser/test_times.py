@@ -24,7 +24,7 @@ def test_the_page_words_a_time_as_the_server_does(visit, alice, span):
     moment = NOW - span
     with mock.patch("django.utils.timezone.now", return_value=NOW):
         expected = ago(moment)
-    found = page.evaluate("([iso, now]) => import('/static/console/times.js').then(m => m.relative(iso, new Date(now)))",
+    found = page.evaluate("([iso, now]) => import('/static/console/shared/times.js').then(m => m.relative(iso, new Date(now)))",
                           [moment.isoformat(), NOW.isoformat()])
     assert found == expected
 
@@ -32,12 +32,12 @@ def test_the_page_words_a_time_as_the_server_does(visit, alice, span):
 def test_times_carry_the_exact_moment_and_stay_current(visit, alice):
     page = visit(alice, "/account/tokens/")
     moment = datetime.now(timezone.utc) - timedelta(minutes=3)
-    page.evaluate("""([iso]) => import('/static/console/times.js').then(m => {
+    page.evaluate("""([iso]) => import('/static/console/shared/times.js').then(m => {
         document.getElementById('main').append(m.timeElement(iso)); })""", [moment.isoformat()])
     shown = page.locator("main time").last
     expect(shown).to_have_text("3\u00a0minutes ago")
     expect(shown).to_have_attribute("title", moment.strftime("%Y-%m-%d %H:%M:%S UTC"))
     page.evaluate("""() => { const t = document.querySelector('main time:last-of-type');
         t.dateTime = new Date(Date.now() - 7200e3).toISOString(); }""")
-    page.evaluate("() => import('/static/console/times.js').then(m => m.refreshTimes())")
+    page.evaluate("() => import('/static/console/shared/times.js').then(m => m.refreshTimes())")
     expect(shown).to_have_text("2\u00a0hours ago")

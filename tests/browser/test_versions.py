@@ -70,7 +70,17 @@ def test_two_versions_are_compared_field_by_field(visit, two_versions):
     screenshot(page, "diff")
 
     page.get_by_role("link", name="Swap direction").click()
-    expect(page.get_by_role("article", name="Pool l4 removed")).to_be_visible()
+    removed = page.get_by_role("article", name="Pool l4 removed")
+    expect(removed).to_be_visible()
+    expect_a_pill(removed.locator(".mark", has_text="Removed"))
+
+
+def expect_a_pill(mark) -> None:
+    """A mark is one small line with its word inside it (not a box styled as a section, issue 20.6)."""
+    expect(mark).to_be_visible()
+    box = mark.bounding_box()
+    assert box is not None and box["height"] <= 24, box
+    assert mark.evaluate("m => m.scrollHeight <= m.clientHeight && getComputedStyle(m).paddingTop === '0px'")
 
 
 def test_restore_puts_an_old_version_into_the_draft(visit, two_versions):
@@ -80,7 +90,9 @@ def test_restore_puts_an_old_version_into_the_draft(visit, two_versions):
 
     expect(say(page)).to_contain_text("Editing the saved draft made from version 2")
     expect(card(page, "Pool h100")).to_contain_text("Changed: capacity")
-    expect(page.get_by_role("region", name="Removed in this draft")).to_contain_text("pool l4")
+    removed = page.get_by_role("region", name="Removed in this draft")
+    expect(removed).to_contain_text("pool l4")
+    expect_a_pill(removed.locator(".mark", has_text="Removed"))
     assert Draft.objects.get().base_version == 2
 
     page.goto("/versions/2/")

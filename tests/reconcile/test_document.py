@@ -658,3 +658,31 @@ def test_a_policy_with_an_empty_group_round_trips_without_one():
     assert "group" not in doc["policies"][0]
     assert parse_document(doc).config == built
     assert parse_document(_through_json(doc)).config == built
+
+
+# Display names (issue 20.5): what people read, beside the stable name.
+
+def test_a_display_name_is_read_and_written_back_and_its_absence_means_the_name():
+    doc = document({**pool("h100-half", gpu=4), "display_name": "H100 Half a Superpod"},
+                   profile("one", "h100-half", "dev", gpu=1), {**policy("dev"), "display_name": "dev"})
+    config = parse_document(doc).config
+
+    assert (config.pools[0].display_name, config.pools[0].label) == ("H100 Half a Superpod", "H100 Half a Superpod")
+    assert (config.profiles[0].display_name, config.profiles[0].label) == ("", "one")
+    assert config.policies[0].display_name == ""  # the name itself: as if absent
+    written = to_document(config)
+    assert written["pools"][0]["display_name"] == "H100 Half a Superpod"
+    assert "display_name" not in written["profiles"][0] and "display_name" not in written["policies"][0]
+
+
+def test_a_display_name_is_text_of_at_most_100_characters():
+    assert errors(document({**pool("a", gpu=1), "display_name": 7}, profile("one", "a", gpu=1))) == [
+        ("pools[0].display_name", "invalid_type")]
+    assert errors(document({**pool("a", gpu=1), "display_name": "x" * 101}, profile("one", "a", gpu=1))) == [
+        ("pools[0].display_name", "too_long")]
+
+
+def test_a_name_refused_says_in_words_what_a_name_may_contain():
+    (issue,) = parse_document(document(pool("H100 Half", gpu=1), profile("one", "H100 Half", gpu=1))).errors
+    assert issue.message == ("'H100 Half' is not a valid pool name: a name has 1 to 63 lower-case letters, digits, "
+                             "'.', '_' or '-', the first a letter or digit")

@@ -97,8 +97,11 @@ def cases():
 
 @pytest.fixture
 def bobs_request(provisioned, alice, bob) -> RequestRow:
-    """Version 1 live, a saved draft, and bob's request holding half a GPU."""
-    saved = caller(alice).put("/api/v1/config/draft", document(), format="json")
+    """Version 1 live, a saved draft that changes it (one equal to it is not provisioned), and bob's
+    request holding half a GPU."""
+    changed = document()
+    changed["pools"][0]["description"] = "changed by the draft"
+    saved = caller(alice).put("/api/v1/config/draft", changed, format="json")
     assert saved.status_code == 200, f"setting up: PUT /config/draft as alice → {saved.status_code}"
     row = RequestRow.objects.create(owner=bob, policy="dev", profile="half", resources={"gpu": 500, "step_run": 1000})
     reconcile_pass()

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test import Client
 
 from poolweb.api import live
-from poolweb.console import queue_views
+from poolweb.console import queue_pages
 from poolweb.ports import free_port
 from poolweb.services.tokens import token_issue
 
@@ -99,7 +99,7 @@ def test_a_bug_in_an_api_view_is_a_json_500_and_the_log_keeps_its_traceback(prov
 
 
 def test_a_bug_in_a_console_view_is_the_console_s_500_page(provisioned, bob, monkeypatch):
-    monkeypatch.setattr(queue_views, "pool_states", broken)
+    monkeypatch.setattr(queue_pages, "pool_states", broken)
 
     console_page(signed_in(bob).get("/queues/"), 500)
 

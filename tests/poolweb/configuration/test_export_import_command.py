@@ -174,9 +174,15 @@ def test_reimporting_the_live_configuration_says_no_change_and_writes_nothing(pr
     assert ConfigVersion.objects.count() == 1
 
 
-def test_the_api_still_provisions_a_draft_equal_to_the_live_configuration(alice, provisioned):
+def test_the_api_like_import_makes_no_version_of_a_draft_equal_to_the_live_configuration(alice, provisioned):
+    # Issue 20.8: it used to make a "no changes" version; now it says so and writes nothing.
     client = client_for(alice)
     client.put("/api/v1/config/draft", provisioned.document, format="json")
 
-    assert client.post("/api/v1/config/draft/provision", {"comment": "again, on purpose"}, format="json").json() == {
-        "version": 2}
+    answer = client.post("/api/v1/config/draft/provision", {"comment": "again, on purpose"}, format="json")
+
+    assert answer.status_code == 409
+    assert answer.json() == {"detail": "the draft configures exactly what version 1 does: nothing was provisioned",
+                             "code": "no_changes", "live_version": 1}
+    assert ConfigVersion.objects.count() == 1
+    assert client.get("/api/v1/config/draft/info").json()["exists"]  # the draft is left as it was

@@ -1,4 +1,4 @@
-"""The console's pages over HTTP (poolweb.console.views): who may see which, what each renders,
+"""The console's pages over HTTP (poolweb.console.*_pages): who may see which, what each renders,
 and the editor's two fragments refusing what they cannot render. What a person sees and does in
 them is tests/browser/."""
 
@@ -23,6 +23,23 @@ ADMIN_PAGES = ["/versions/", "/versions/1/", "/versions/0/diff/1/"]
 def test_anonymous_visitors_are_sent_to_sign_in(provisioned, path):
     response = Client().get(path)
     assert response.status_code == 302 and response["Location"] == f"/accounts/login/?next={path}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_while_management_is_off_every_page_says_who_turned_it_off(provisioned, alice, bob, path):
+    config_services.management_set(enabled=False, user=alice)
+
+    html = signed_in(bob).get(path).content.decode()
+
+    assert '<div class="banner" id="management-banner" aria-live="polite">' in html
+    assert "Resource management is off." in html and "Turned off by alice <time" in html
+    state = SiteState.objects.get(pk=1)
+    assert state.management_changed_by == alice and state.management_changed_at is not None
+
+
+def test_the_banner_is_hidden_while_management_is_on(provisioned, bob):
+    html = signed_in(bob).get("/").content.decode()
+    assert '<div class="banner" id="management-banner" aria-live="polite" hidden>' in html
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -135,3 +152,54 @@ def test_hostile_paths_and_queries_get_a_page_or_a_4xx_never_a_500_and_write_not
     response = signed_in(request.getfixturevalue(who)).get(path)
     assert response.status_code < 500
     assert Event.objects.count() == events
+
+
+def test_favicon_ico_answers_with_the_logo_for_anyone(db):
+    response = Client().get("/favicon.ico")
+    assert response.status_code == 302 and response["Location"] == "/static/console/logo.svg"
+
+
+def test_the_task_queue_says_only_warnings_unless_asked():
+    import logging
+
+    assert logging.getLogger("django-q").getEffectiveLevel() == logging.WARNING
+
+
+def test_pages_show_display_names_where_people_read_them(alice, bob):
+    named = document()
+    named["pools"][0]["display_name"] = "H100 Half a Superpod"
+    named["profiles"][0]["display_name"] = "Half a GPU"
+    named["policies"][0]["display_name"] = "Product team"
+    version = config_services.config_provision_document(document=named, author=alice)
+    assert {p.name: p.display_name for p in version.pools.all()}["h100"] == "H100 Half a Superpod"
+    from poolweb.models import Request
+
+    request = Request.objects.create(owner=bob, policy="dev", profile="half", resources={"gpu": 500})
+
+    assert "H100 Half a Superpod" in signed_in(bob).get("/queues/").content.decode()
+    request_on_h100 = Request.objects.create(owner=bob, policy="dev", profile="half", resources={"gpu": 500},
+                                             queue_pool="h100")
+    queue = signed_in(bob).get("/queues/h100/").content.decode()
+    assert "Pool H100 Half a Superpod" in queue
+    assert f'<tr data-id="{request_on_h100.pk}"' in queue and '<td data-cell="policy">Product team</td>' in queue
+    rows = signed_in(bob).get("/queues/h100/rows/pending/?limit=5").content.decode()
+    assert '<td data-cell="profile">Half a GPU</td>' in rows
+    assert "policy Product team · profile Half a GPU" in signed_in(bob).get(f"/requests/{request.pk}/").content.decode()
+    assert '<h3 class="card-title">H100 Half a Superpod <span class="card-name">h100</span></h3>' in (
+        signed_in(bob).get("/").content.decode())
+
+
+@pytest.mark.parametrize("path,status", [("/queues/h100/rows/pending/?limit=0", 400),
+                                         ("/queues/h100/rows/pending/?limit=lots", 400),
+                                         ("/queues/h100/rows/waiting/", 404), ("/queues/nowhere/rows/running/", 404)])
+def test_the_rows_of_a_queue_table_refuse_what_they_cannot_render(provisioned, bob, path, status):
+    assert signed_in(bob).get(path).status_code == status
+
+
+def test_the_rows_of_a_queue_table_come_with_the_tables_count(provisioned, bob):
+    from poolweb.models import Request
+
+    for _ in range(3):
+        Request.objects.create(owner=bob, policy="dev", profile="half", resources={"gpu": 500}, queue_pool="a100")
+    rows = signed_in(bob).get("/queues/a100/rows/pending/?limit=2").content.decode()
+    assert rows.strip().startswith('<tbody data-count="3">') and rows.count("<tr data-id=") == 2

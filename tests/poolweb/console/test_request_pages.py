@@ -16,6 +16,7 @@ from poolweb.console.policy_pages import usage_bar
 from poolweb.console.request_pages import lease_of
 from poolweb.models import Request
 from poolweb.selectors.live import ScopeUsage
+from poolweb.services.payloads import request_data
 from poolweb.services.tokens import token_create
 from tests.poolweb.conftest import client_for, request_row, signed_in
 
@@ -155,3 +156,30 @@ def test_the_tokens_page_lists_only_ones_own_tokens(provisioned, alice, bob):
     html = signed_in(bob).get("/account/tokens/").content.decode()
     assert "bobs laptop" in html and "alices ci" not in html
     assert "Token secret" in html and 'aria-label="Revoke bobs laptop"' in html
+
+
+def test_the_request_page_warns_when_a_preemptible_request_has_no_retries(provisioned, bob):
+    quiet = request_row(bob, "dev", "half", 0.5)  # preemptible, max_retries 0: the defaults
+    retried = request_row(bob, "dev", "half", 0.5)
+    Request.objects.filter(pk=retried.pk).update(max_retries=2)
+    kept = request_row(bob, "dev", "half", 0.5)
+    Request.objects.filter(pk=kept.pk).update(preemptible=False)
+    done = request_row(bob, "dev", "half", 0.5, state="released")
+
+    warned = signed_in(bob).get(f"/requests/{quiet.pk}/").content.decode()
+    assert 'data-warning="preemptible_without_retries"' in warned  # the API's words (decision 117)
+    assert request_data(Request.objects.get(pk=quiet.pk))["warnings"][0]["message"] in warned
+    for calm in (retried, kept, done):
+        assert "data-warning" not in signed_in(bob).get(f"/requests/{calm.pk}/").content.decode()
+
+
+def test_a_requests_history_rows_are_the_pages_own_markup_after_those_it_shows(provisioned, bob, carol):
+    mine = request_row(bob, "dev", "half", 0.5)
+    from poolweb.models import RequestChange
+
+    for state in ("pending", "allocated"):
+        RequestChange.objects.create(request_id=mine.pk, state=state, reason="Submitted", attempt=1, at=timezone.now())
+    rows = signed_in(bob).get(f"/requests/{mine.pk}/history/?after=1").content.decode()
+    assert '<tbody data-count="2">' in rows and rows.count("<tr>") == 1 and "state-allocated" in rows
+    assert signed_in(carol).get(f"/requests/{mine.pk}/history/").status_code == 404
+    assert signed_in(bob).get(f"/requests/{mine.pk}/history/?after=x").status_code == 400

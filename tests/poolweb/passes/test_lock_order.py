@@ -112,7 +112,8 @@ def test_provisions_passes_and_submissions_together_never_hang(provisioned, alic
         return run
 
     def provision(n: int) -> None:
-        save_draft(alice, pools=[{"name": "h100", "capacity": {"gpu": 8 + n % 2}}, {"name": "a100", "capacity": {"gpu": 4}}])
+        # Each round changes the capacity: a draft equal to the live version is not provisioned.
+        save_draft(alice, pools=[{"name": "h100", "capacity": {"gpu": 9 - n % 2}}, {"name": "a100", "capacity": {"gpu": 4}}])
         config_services.draft_provision(user=alice, comment=f"round {n}")
 
     def submit_and_cancel() -> None:

@@ -8,7 +8,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from poolweb.console.queues import resources_text, why_view
+from poolweb.console.cards import resources_text
+from poolweb.console.queues import why_view
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import audience_of
 from poolweb.selectors.waiting import NEAREST_SHOWN, why_waits
@@ -107,7 +108,8 @@ def test_an_unknown_pool_is_a_404_and_the_overview_lists_every_pool(queued, bob)
 
 
 def test_rows_leave_out_step_run_and_write_numbers_as_the_api():
-    assert resources_text({"mcpu": 8000, "gpu": 0.5, "step_run": 1}) == "0.5 gpu · 8000 mcpu"
+    # Milli-units in, the API's numbers out: one wording for every page and row (issue 18.2).
+    assert resources_text({"mcpu": 8_000_000, "gpu": 500, "step_run": 1000}) == "0.5 gpu · 8000 mcpu"
 
 
 def test_each_pool_page_lists_the_preemptor_and_marks_where_capacity_is_held(alice, bob, carol):

@@ -1,48 +1,33 @@
-"""The console's pages (docs/console.md). Thin: a selector or a service read for what the page
-shows, a template. Every write is the REST API's, called by the page's JavaScript; the two
-``editor/…`` fragments only render (the draft being edited, the preview of the saved draft).
+"""The resource configuration page (``/``, docs/console.md) and the two fragments its editor
+draws with: the board of the draft being edited and the preview of the saved draft. Thin: a
+selector or a service read for what the page shows, a template. Every write is the REST API's,
+called by the page's JavaScript (static/console/configuration.js, editor.js); the fragments only
+render.
 """
 
 from __future__ import annotations
 
-import json
-from functools import wraps
-
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from poolweb.console import pages
+from poolweb.console.access import admin_required
 from poolweb.console.cards import config_board
-from poolweb.console.drafts import document_board, draft_board
+from poolweb.console.drafts import draft_board
 from poolweb.json_input import JSONRefused, read_json
 from poolweb.selectors.configuration import live_configuration
-from poolweb.selectors.diffs import draft_changes, version_changes
+from poolweb.selectors.diffs import draft_changes
 from poolweb.selectors.drafts import draft_info
 from poolweb.selectors.events import newest_seq
 from poolweb.selectors.live import pool_states
-from poolweb.selectors.versions import ConfigNotFound, live_config, version_get, version_list
+from poolweb.selectors.versions import ConfigNotFound, live_config
 from poolweb.services.preview import draft_preview
-from reconcile.diff import summarize
-from reconcile.document import Issue
+from reconcile.document import NAME_PATTERN, NAME_RULE, Issue
 
-VERSIONS_PER_PAGE = 50
 MAX_FINDING_PATH = 1000  # the API's paths are a few dozen characters; Python reads any index this long
 MAX_FINDINGS = 2000  # of each level: the API reports 1,000 errors at most, and a warning or two per entry
-
-
-def admin_required(view):
-    """Signed in (else to the sign-in page) and an admin (else 403)."""
-    @login_required
-    @wraps(view)
-    def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not request.user.is_staff:
-            raise PermissionDenied("only administrators may see this page")
-        return view(request, *args, **kwargs)
-    return checked
 
 
 @login_required
@@ -55,7 +40,7 @@ def configuration(request: HttpRequest) -> HttpResponse:
     draft = draft_info() if request.user.is_staff else None
     board = config_board(view.config, usage=pool_states(), pending=view.pending, running=view.running)
     return render(request, "console/configuration.html", {
-        "view": view, "board": board, "draft": draft,
+        "view": view, "board": board, "draft": draft, "name_rule": NAME_RULE, "name_pattern": NAME_PATTERN.pattern,
         "page": {"admin": request.user.is_staff, "live_version": view.version, "seq": seq,
                  "draft": draft is not None and draft.exists},
     })
@@ -84,53 +69,6 @@ def editor_preview(request: HttpRequest) -> HttpResponse:
     except ConfigNotFound:
         raise Http404("there is no draft: save it first") from None
     return render(request, "console/partials/preview.html", {"preview": pages.preview_sections(preview, changes)})
-
-
-@admin_required
-@require_GET
-def versions(request: HttpRequest) -> HttpResponse:
-    page = Paginator(version_list(), VERSIONS_PER_PAGE).get_page(request.GET.get("page"))
-    rows = [(version, version.summary) for version in page]
-    return render(request, "console/versions.html", {"page_obj": page, "rows": rows,
-                                                     "draft": draft_info()})
-
-
-@admin_required
-@require_GET
-def version(request: HttpRequest, number: int) -> HttpResponse:
-    try:
-        row = version_get(number)
-    except ConfigNotFound as missing:
-        raise Http404(str(missing)) from None
-    draft = draft_info()
-    return render(request, "console/version.html", {
-        "version": row, "board": document_board(row.document), "draft": draft,
-        "document": json.dumps(row.document, indent=2, ensure_ascii=False),
-        "page": {"version": number, "draft": draft.exists},
-    })
-
-
-@admin_required
-@require_GET
-def version_diff(request: HttpRequest, a: int, b: int) -> HttpResponse:
-    try:
-        changes = version_changes(before=a, after=b)
-    except ConfigNotFound as missing:
-        raise Http404(str(missing)) from None
-    return render(request, "console/version_diff.html", {
-        "before": a, "after": b, "sections": pages.diff_sections(changes), "summary": summarize(changes),
-    })
-
-
-@admin_required
-@require_GET
-def version_compare(request: HttpRequest) -> HttpResponse:
-    """The compare form of the versions page: ``?before=a&after=b`` to the diff page."""
-    try:
-        a, b = int(request.GET["before"]), int(request.GET["after"])
-    except (KeyError, ValueError):
-        return HttpResponseBadRequest("choose two versions to compare")
-    return redirect("console:version-diff", a=a, b=b)
 
 
 def _findings(body: dict, field: str) -> list:

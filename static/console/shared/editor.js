@@ -181,7 +181,7 @@ export class Editor {
     Object.assign(this, { errors: result.data.errors, warnings: result.data.warnings });
     await this.render();
     const warned = result.data.warnings.length ? ` (${result.data.warnings.length} warning${result.data.warnings.length > 1 ? "s" : ""})` : "";
-    if (result.data.valid) this.say(`The draft is valid${warned}: it can be provisioned.`, "ok");
+    if (result.data.valid) this.say(`The draft is valid${warned}: it can be provisioned.`, warned ? "warning" : "ok");
     else this.say(`${result.data.errors.length} error${result.data.errors.length > 1 ? "s" : ""}${warned}: each is shown in the card it concerns.`, "error");
   }
 
@@ -197,6 +197,11 @@ export class Editor {
       sessionStorage.setItem("poolweb.notice", `Version ${outcome.version} is provisioned and live.`);
       history.replaceState(null, "", "/");
       location.reload();
+      return;
+    }
+    if (outcome.unchanged) {
+      this.say(`Nothing provisioned: the draft configures exactly what version ${outcome.unchanged} does.`, "warning");
+      this.message.focus();
       return;
     }
     Object.assign(this, { errors: outcome.errors, warnings: [] });

@@ -3,9 +3,8 @@
 // request.updated event, as the server's partials render them (request_state.html,
 // request_where.html, request.html), in place, so nothing moves when an update arrives.
 
+import { CANCELLABLE, LIVE } from "./states.js";
 import { timeElement } from "./times.js";
-
-const LIVE = new Set(["allocated", "preempting"]);
 
 function text(value, empty = "—") {
   if (value === null || value === undefined || value === "") {
@@ -69,10 +68,9 @@ export function showRequest(root, request) {
     if (element.textContent !== before) changed.push(element);
   }
   for (const actions of root.querySelectorAll("[data-actions]")) showActions(actions, request);
+  for (const help of root.querySelectorAll("[data-actions-help]")) help.hidden = !LIVE.has(request.state);
   return changed;
 }
-
-const CANCELLABLE = new Set(["pending", "allocated", "preempting"]);
 
 function showActions(container, request) {
   container.dataset.state = request.state;

@@ -7,19 +7,32 @@ import { showDialog } from "./dialogs.js";
 
 const LOADING = '<p class="muted">Computing what provisioning would do…</p>';
 
-async function fill(body) {
+// The preview scrolls inside its dialog; while part of it is out of sight, a line says so.
+function cueMore(dialog) {
+  const body = dialog.querySelector("[data-preview]");
+  const cue = dialog.querySelector("[data-more]");
+  const update = () => { cue.hidden = body.scrollTop + body.clientHeight >= body.scrollHeight - 4; };
+  body.onscroll = update;
+  return update;
+}
+
+async function fill(dialog) {
+  const body = dialog.querySelector("[data-preview]");
+  const update = cueMore(dialog);
   body.innerHTML = LOADING;
   try {
     body.innerHTML = await fragment("/editor/preview/");
   } catch (error) {
     body.textContent = `The preview failed: ${error.message}`;
   }
+  body.scrollTop = 0;
+  update();
 }
 
 export async function preview() {
   const dialog = document.getElementById("preview-dialog");
   const closed = showDialog(dialog);
-  await fill(dialog.querySelector("[data-preview]"));
+  await fill(dialog);
   await closed;
 }
 
@@ -40,7 +53,8 @@ function showStale(dialog, stale) {
   dialog.querySelector("[data-anyway]").focus();
 }
 
-// Resolves to { version } once provisioned, { errors } when the API refused the draft, or null.
+// Resolves to { version } once provisioned, { errors } when the API refused the draft,
+// { unchanged } when the draft is the live configuration (nothing is provisioned), or null.
 export function provision(onStart) {
   const dialog = document.getElementById("provision-dialog");
   const form = dialog.querySelector("form");
@@ -58,11 +72,13 @@ export function provision(onStart) {
     const result = await api("POST", "/config/draft/provision", body);
     if (result.status === 409 && result.data?.code === "stale_draft") { onStart(false); showStale(dialog, result.data); return; }
     if (!result.ok) onStart(false);
-    outcome = result.ok ? { version: result.data.version } : { errors: result.data?.errors ?? [], message: problem(result) };
+    outcome = result.ok ? { version: result.data.version }
+      : result.data?.code === "no_changes" ? { unchanged: result.data.live_version }
+        : { errors: result.data?.errors ?? [], message: problem(result) };
     dialog.close("done");
   };
   form.addEventListener("submit", submit);
   const closed = showDialog(dialog, { onClose: () => form.removeEventListener("submit", submit) });
-  fill(dialog.querySelector("[data-preview]"));
+  fill(dialog);
   return closed.then(() => outcome);
 }

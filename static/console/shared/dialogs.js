@@ -1,11 +1,16 @@
 // The page's one confirmation dialog (templates/console/partials/confirm_dialog.html) and the
-// open/close of any <dialog> with its form: modal, Escape cancels, focus returns to the opener.
+// open/close of any <dialog> with its form: modal, focus returns to the opener. A dialog's Cancel
+// is a plain button (data-cancel), not a submit button: the form's first submit button is the one
+// Enter presses, and that must be the dialog's main action. Escape cancels (the browser's own).
 
 export function showDialog(dialog, { onClose } = {}) {
   const opener = document.activeElement;
+  const cancel = (event) => { if (event.target.closest("[data-cancel]")) dialog.close("cancel"); };
+  dialog.addEventListener("click", cancel);
   return new Promise((resolve) => {
     const closed = () => {
       dialog.removeEventListener("close", closed);
+      dialog.removeEventListener("click", cancel);
       const value = dialog.returnValue;
       dialog.returnValue = "";
       if (opener instanceof HTMLElement && opener.isConnected) opener.focus();

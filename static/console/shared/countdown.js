@@ -1,14 +1,15 @@
 // Countdowns to a moment (an eviction grace's end): every <time data-countdown datetime="…"> on
-// the page shows the time left, "0:24 left", once a second; rows and panels added later count too.
+// the page says, once a second, when it comes, as the end of a sentence: "in 4 min 10 s", "in 24 s";
+// rows and panels added later count too.
 
 function left(element, now) {
   const ms = Date.parse(element.getAttribute("datetime")) - now;
   if (Number.isNaN(ms)) return "";
-  if (ms <= 0) return "over: the next pass evicts it";
+  if (ms <= 0) return "now: the next pass evicts it";
   const seconds = Math.ceil(ms / 1000);
   const minutes = Math.floor(seconds / 60);
-  const text = `${minutes}:${String(seconds % 60).padStart(2, "0")} left`;
-  return minutes >= 60 ? `${Math.floor(minutes / 60)} h ${minutes % 60} min left` : text;
+  if (minutes >= 60) return `in ${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+  return minutes ? `in ${minutes} min ${seconds % 60} s` : `in ${seconds} s`;
 }
 
 function tick() {

@@ -33,10 +33,10 @@ function span(early, late) {
 }
 
 export function relative(iso, now = new Date()) {
-  const moment = new Date(iso);
-  const seconds = (now - moment) / 1000;
+  const at = new Date(iso);
+  const seconds = (now - at) / 1000;
   if (Math.abs(seconds) < 60) return "just now";
-  return seconds < 0 ? `in ${span(now, moment)}` : `${span(moment, now)} ago`;
+  return seconds < 0 ? `in ${span(now, at)}` : `${span(at, now)} ago`;
 }
 
 // "2026-12-01 14:50:33 UTC", as the server writes the title.
@@ -44,7 +44,7 @@ export function exact(iso) {
   return `${new Date(iso).toISOString().slice(0, 19).replace("T", " ")} UTC`;
 }
 
-// The element for ``iso`` (null: a muted dash), as the server's ``{% moment %}`` renders it.
+// The element for ``iso`` (null: a muted dash), as the server's ``{% time_ago %}`` renders it.
 export function timeElement(iso, empty = "—") {
   if (!iso) return Object.assign(document.createElement("span"), { className: "muted", textContent: empty });
   const element = document.createElement("time");

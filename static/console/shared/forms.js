@@ -66,6 +66,32 @@ function readResources(form) {
   return amounts;
 }
 
+// A name as the display name suggests it: "H100, half a Superpod" → "h100-half-a-superpod".
+function slug(text) {
+  return text.toLowerCase().normalize("NFKD").replace(/[\u0300-\u036f]/g, "").replace(/[^a-z0-9_.-]+/g, "-")
+    .replace(/^[^a-z0-9]+/, "").slice(0, 63).replace(/-+$/, "");
+}
+
+// The name follows the display name (a new entry's, until a name of one's own is written); the
+// hint says as one types whether the name is one (the server's pattern and words, on the input).
+function followNames(form, entry) {
+  const { display_name: shown, name } = form.elements;
+  const hint = form.querySelector("[data-name-hint]");
+  const rule = new RegExp(`^(?:${name.dataset.pattern})$`);
+  const usual = hint.innerHTML;
+  let derived = !entry;
+  const check = () => {
+    const bad = name.value !== "" && !rule.test(name.value);
+    name.setAttribute("aria-invalid", String(bad));
+    hint.classList.toggle("error", bad);
+    if (bad) hint.textContent = `“${name.value}” cannot be a name: a name has ${hint.dataset.rule}.`;
+    else hint.innerHTML = usual;
+  };
+  shown.oninput = () => { if (derived) name.value = slug(shown.value); check(); };
+  name.oninput = () => { derived = name.value === ""; check(); };
+  check();
+}
+
 function prepare(dialog, title, submit, entry) {
   const form = dialog.querySelector("form");
   form.reset();
@@ -73,8 +99,14 @@ function prepare(dialog, title, submit, entry) {
   const button = dialog.querySelector("[data-submit]");
   if (button) button.textContent = submit;
   form.elements.name.value = entry?.name ?? "";
+  form.elements.display_name.value = entry?.display_name ?? "";
   form.elements.description.value = entry?.description ?? "";
+  followNames(form, entry);
   return form;
+}
+
+function names(form) {
+  return { name: form.elements.name.value.trim(), display_name: form.elements.display_name.value.trim() };
 }
 
 async function ask(dialog) {
@@ -90,7 +122,7 @@ export async function poolDialog(entry) {
   const form = prepare(dialog, entry ? `Edit pool ${entry.name}` : "Add pool", entry ? "Save" : "Create", entry);
   fillResources(form, entry?.capacity);
   if (!(await ask(dialog))) return null;
-  return withoutEmpty({ ...entry, name: form.elements.name.value.trim(), description: form.elements.description.value,
+  return withoutEmpty({ ...entry, ...names(form), description: form.elements.description.value,
                         capacity: readResources(form) });
 }
 
@@ -107,7 +139,7 @@ export async function profileDialog(entry, policies) {
   if (!(await ask(dialog))) return null;
   const ticked = [...box.querySelectorAll("input:checked")].map((input) => input.value);
   const rank = [...chosen.filter((name) => ticked.includes(name)), ...ticked.filter((name) => !chosen.includes(name))];
-  return withoutEmpty({ ...entry, name: form.elements.name.value.trim(), description: form.elements.description.value,
+  return withoutEmpty({ ...entry, ...names(form), description: form.elements.description.value,
                         resources: readResources(form), dynamic: form.elements.dynamic.checked,
                         connections: list(entry?.connections), policies: rank });
 }
@@ -146,7 +178,7 @@ export async function policyDialog(entry, pools) {
     scope: row.querySelector('[name="scope"]').value, key: row.querySelector('[name="key"]').value.trim(),
     reserved: typed(row.querySelector('[name="reserved"]').value), limit: typed(row.querySelector('[name="limit"]').value),
   })).filter((quota) => quota.key || quota.reserved !== undefined || quota.limit !== undefined);
-  return withoutEmpty({ ...entry, name: form.elements.name.value.trim(), description: form.elements.description.value,
+  return withoutEmpty({ ...entry, ...names(form), description: form.elements.description.value,
                         group: form.elements.group.value.trim(), priority: typed(form.elements.priority.value), quotas });
 }
 
@@ -163,7 +195,13 @@ export async function connectDialog(profile, pools, chosen) {
   const suggest = () => { name.placeholder = form.elements.pool.value; };
   form.elements.pool.onchange = suggest;
   suggest();
-  if (!free.length) form.elements.pool.append(element("option", { value: "", disabled: true }, "already connected to every pool"));
+  // Nothing left to choose: say why, and offer no Connect that would do nothing.
+  const noneLeft = dialog.querySelector("[data-none-left]");
+  noneLeft.textContent = pools.length
+    ? `${profile.name} is connected to every pool already: add a pool first, or disconnect one.`
+    : "There is no pool yet: add a pool first.";
+  noneLeft.hidden = free.length > 0;
+  for (const control of [form.elements.pool, name, dialog.querySelector("[data-submit]")]) control.disabled = !free.length;
   if (!(await ask(dialog)) || !form.elements.pool.value) return null;
   return { pool: form.elements.pool.value, name: name.value.trim() };
 }

@@ -5,8 +5,8 @@
 
 import { api, problem } from "./api.js";
 import { confirmAction } from "./dialogs.js";
+import { LIVE } from "./states.js";
 
-const LIVE = new Set(["allocated", "preempting"]);
 
 function wording(action, id, state) {
   if (action === "release") {

@@ -65,18 +65,24 @@ UNFINISHED_STATES = (PENDING, *LIVE_STATES)
 _LIVE, _UNFINISHED = frozenset(LIVE_STATES), frozenset(UNFINISHED_STATES)
 
 
+class Labelled:
+    """What people read of a pool, profile or policy: its display name, else its name (decision 121)."""
+
+    __slots__ = ()
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name
+
+
 @dataclass(frozen=True, slots=True)
-class Pool:
+class Pool(Labelled):
     name: str
     capacity: Vector
     # Profiles served first on this pool; connected profiles not listed follow in name order.
     execution_order: tuple[str, ...] = ()
     description: str = ""
     display_name: str = ""  # what people read; "" when it is the name
-
-    @property
-    def label(self) -> str:
-        return self.display_name or self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +96,7 @@ class Quota:
 
 
 @dataclass(frozen=True, slots=True)
-class Policy:
+class Policy(Labelled):
     name: str
     priority: int = 0
     quotas: tuple[Quota, ...] = ()
@@ -98,13 +104,9 @@ class Policy:
     description: str = ""
     display_name: str = ""  # what people read; "" when it is the name
 
-    @property
-    def label(self) -> str:
-        return self.display_name or self.name
-
 
 @dataclass(frozen=True, slots=True)
-class Profile:
+class Profile(Labelled):
     name: str
     resources: Vector
     dynamic: bool = False
@@ -113,10 +115,6 @@ class Profile:
     connection_names: tuple[str, ...] = ()  # display names, parallel to ``pools``
     description: str = ""
     display_name: str = ""  # what people read; "" when it is the name
-
-    @property
-    def label(self) -> str:
-        return self.display_name or self.name
 
 
 @dataclass(frozen=True)

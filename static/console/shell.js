@@ -10,11 +10,13 @@ import { timeElement } from "./shared/times.js";
 const button = document.getElementById("management-switch");
 const banner = document.getElementById("management-banner");
 
-function show(enabled, by = null, at = new Date().toISOString()) {
+// Named as the server names them, whether the change came from this page or the stream: the
+// stream's event for this page's own flip may arrive after the answer.
+function show(enabled, by = banner.dataset.me, at = new Date().toISOString()) {
   button.setAttribute("aria-checked", String(enabled));
   button.querySelector("[data-switch-state]").textContent = enabled ? "on" : "off";
   banner.hidden = enabled;
-  if (!enabled) banner.querySelector("[data-banner-who]").replaceChildren(`Turned off by ${by ?? "you"} `, timeElement(at), ".");
+  if (!enabled) banner.querySelector("[data-banner-who]").replaceChildren(`Turned off by ${by} `, timeElement(at), ".");
 }
 
 async function flip() {
@@ -28,7 +30,7 @@ async function flip() {
         message: "The reconciler grants and preempts again, starting with the requests that waited." });
   if (!confirmed) return;
   const result = await api("PUT", "/management", { enabled: !enabled });
-  if (result.ok) show(result.data.enabled);  // by you, now
+  if (result.ok) show(result.data.enabled);  // by this user, now
   else await confirmAction({ title: "The switch did not move", message: problem(result), confirm: "OK" });
 }
 

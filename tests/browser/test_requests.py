@@ -83,7 +83,7 @@ def test_the_page_of_an_allocated_request_says_how_release_and_cancel_differ(vis
 
     expect(actions).to_contain_text("Release when its job is done; Cancel to withdraw work that should not go on.")
     # Preemptible with max_retries 0, the defaults: the page says what a preemption would do (issue 20.3).
-    expect(page.locator("#notices")).to_contain_text("Warning: this request is preemptible with no retries")
+    expect(page.locator("#notices")).to_contain_text("Warning: it is preemptible with max_retries 0")
     expect(actions.get_by_role("button", name="Release")).to_be_visible()
     expect(actions.get_by_role("button", name="Cancel")).to_be_visible()
 
@@ -160,7 +160,7 @@ def test_the_history_of_a_preempted_and_requeued_request_follows_on_its_page(vis
     assert cells(history.get_by_role("row").nth(4))[1:] == [
         "pending", "PreemptedByPriority", "not released within the grace period; queued again (attempt 2)", "2", "—"]
     expect(why.get_by_role("heading", name="Why it waits")).to_be_visible()
-    expect(why).to_contain_text("1 in the queue of p")
+    expect(why).to_contain_text("1 in the order the next pass serves, waiting for p")
 
     release(high)  # low is granted again
     expect(history.get_by_role("row")).to_have_count(6)

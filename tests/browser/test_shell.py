@@ -47,7 +47,7 @@ def test_an_admin_switches_management_off_and_on_after_confirming(visit, demo):
     expect(switch).to_have_attribute("aria-checked", "false")
     assert management_enabled() is False
     expect(switch).to_be_focused()  # back where the person was
-    expect(banner).to_have_text(re.compile(r"^\s*Resource management is off\.\s+Turned off by you just now\."))
+    expect(banner).to_have_text(re.compile(r"^\s*Resource management is off\.\s+Turned off by alice just now\."))
 
     page.reload()
     expect(switch).to_have_attribute("aria-checked", "false")

@@ -169,6 +169,7 @@ def test_pages_show_display_names_where_people_read_them(alice, bob):
     named = document()
     named["pools"][0]["display_name"] = "H100 Half a Superpod"
     named["profiles"][0]["display_name"] = "Half a GPU"
+    named["profiles"][0]["connections"] = [{"pool": "a100"}, {"pool": "h100"}]  # listed on h100's page too
     named["policies"][0]["display_name"] = "Product team"
     version = config_services.config_provision_document(document=named, author=alice)
     assert {p.name: p.display_name for p in version.pools.all()}["h100"] == "H100 Half a Superpod"
@@ -177,11 +178,9 @@ def test_pages_show_display_names_where_people_read_them(alice, bob):
     request = Request.objects.create(owner=bob, policy="dev", profile="half", resources={"gpu": 500})
 
     assert "H100 Half a Superpod" in signed_in(bob).get("/queues/").content.decode()
-    request_on_h100 = Request.objects.create(owner=bob, policy="dev", profile="half", resources={"gpu": 500},
-                                             queue_pool="h100")
     queue = signed_in(bob).get("/queues/h100/").content.decode()
     assert "Pool H100 Half a Superpod" in queue
-    assert f'<tr data-id="{request_on_h100.pk}"' in queue and '<td data-cell="policy">Product team</td>' in queue
+    assert f'<tr data-id="{request.pk}"' in queue and '<td data-cell="policy">Product team</td>' in queue
     rows = signed_in(bob).get("/queues/h100/rows/pending/?limit=5").content.decode()
     assert '<td data-cell="profile">Half a GPU</td>' in rows
     assert "policy Product team · profile Half a GPU" in signed_in(bob).get(f"/requests/{request.pk}/").content.decode()

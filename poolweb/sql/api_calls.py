@@ -84,8 +84,14 @@ def acting_for(caller_id: int, username: str) -> ActingFor:
     with connection.cursor() as cursor:
         cursor.execute(_acting_for_query(), [*SUBMIT_FOR_OTHERS, caller_id, *SUBMIT_FOR_OTHERS, caller_id, username])
         permitted, *columns = cursor.fetchone()
-    owner = None if columns[0] is None else User.from_db(connection.alias, USER_COLUMNS, columns)
-    return ActingFor(bool(permitted), owner)
+    return ActingFor(bool(permitted), None if columns[0] is None else _user(dict(zip(USER_COLUMNS, columns))))
+
+
+def _user(values: dict) -> User:
+    """A user of ``USER_COLUMNS``' values, the other columns deferred (``from_db`` takes the
+    values in the model's field order)."""
+    names = [field.attname for field in User._meta.concrete_fields if field.attname in values]
+    return User.from_db(connection.alias, names, [values[name] for name in names])
 
 
 def request_with_owner(request_id: int) -> RequestRow | None:

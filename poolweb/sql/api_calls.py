@@ -203,7 +203,8 @@ def _acting_for_query() -> str:
     when no user has the name."""
     granted, membership, allowed = User.user_permissions.through, User.groups.through, Group.permissions.through
     permission = (f"SELECT p.{_column(Permission, 'id')} FROM {_table(Permission)} p "
-                  f"JOIN {_table(ContentType)} t ON t.{_column(ContentType, 'id')} = p.{_column(Permission, 'content_type')} "
+                  f"JOIN {_table(ContentType)} t "
+                  f"ON t.{_column(ContentType, 'id')} = p.{_column(Permission, 'content_type')} "
                   f"WHERE t.{_column(ContentType, 'app_label')} = %s AND p.{_column(Permission, 'codename')} = %s")
     own = (f"SELECT 1 FROM {_table(granted)} g WHERE g.{_column(granted, 'permission')} IN ({permission}) "
            f"AND g.{_column(granted, 'user')} = %s")

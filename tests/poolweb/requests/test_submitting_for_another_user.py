@@ -12,6 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from poolweb.models import Event, Request as RequestRow
+from poolweb.selectors.requests import request_by_idempotency_key
 from poolweb.services import requests as services
 from poolweb.services.reconciler import reconcile_pass
 from reconcile import Vector
@@ -178,3 +179,18 @@ def test_submitting_for_another_costs_one_statement_more(provisioned, bridge, bo
         services.submit(user=bridge, submission=services.Submission(**{**half.__dict__, "owner": "bob"}))
 
     assert len(for_bob) == len(own) + 1
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's plan")
+def test_a_retried_key_is_found_by_the_two_constraints_indexes_not_a_scan(bridge):
+    queries = []
+    with connection.execute_wrapper(lambda execute, sql, params, many, context: queries.append((sql, params))
+                                    or execute(sql, params, many, context)):
+        found = request_by_idempotency_key(user=bridge, key="slurm:c1:12")
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN QUERY PLAN " + queries[0][0], queries[0][1])
+        plan = " ".join(str(row[-1]) for row in cursor.fetchall())
+
+    assert found is None
+    assert "one_request_per_idempotency_key" in plan and "one_request_per_submitter_key" in plan
+    assert "SCAN poolweb_request" not in plan

@@ -10,7 +10,8 @@ Choices where api.md is silent: the list is newest first, paged as every list is
 value means no filter; another user's request answers 404, as a missing one does; a body above
 DATA_UPLOAD_MAX_MEMORY_SIZE is a 413; a user with ``POOLWEB_MAX_PENDING_PER_USER`` pending
 requests gets 429 for one more (a retried ``Idempotency-Key`` still returns its request:
-``services.requests.request_submit`` says the order).
+``services.requests.submit`` says the order). A submission with ``owner`` is for that user, by an
+account granted ``poolweb.submit_for_others`` (decision 131); ``api.request_batch`` takes many.
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ def idempotency_key_errors(key: str) -> list[Issue]:
 
 def read_owner(data: Any) -> str | None:
     """The optional ``owner`` of a submission (a username: submitting for that user, decision 131),
-    read before the rest, which it decides who is checked for. A body that is no object has none:
-    reading the rest says what is wrong with it."""
+    read before the rest: it decides whose group and pending cap are checked. A body that is no
+    object has none: reading the rest says what is wrong with it."""
     if not isinstance(data, Mapping) or "owner" not in data:
         return None
     errors: list[Issue] = []

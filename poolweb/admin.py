@@ -40,7 +40,7 @@ class PassRecordAdmin(ReadOnly):
 
 @admin.register(Request)
 class RequestAdmin(ReadOnly):
-    list_display = ("id", "name", "owner", "policy", "profile", "state", "reason", "pool", "position",
+    list_display = ("id", "name", "owner", "submitted_by", "policy", "profile", "state", "reason", "pool", "position",
                     "submitted_at", "finished_at")
     list_filter = ("state", "policy", "pool", "owner")
     search_fields = ("=id", "name", "owner__username")

@@ -175,9 +175,14 @@ class Request(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # The account that submitted it for its owner (``submit_for_others``), its username as it was
+    # then; null when the owner submitted it. Text, not a key: the audit outlives the account, and
+    # the request object and a pass's events need no join for it (decision 131).
+    submitted_by = models.CharField(max_length=150, null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
+        permissions = [("submit_for_others", "Can submit requests owned by another user")]
         indexes = [
             models.Index(fields=["state", "pool"], name="request_state_pool"),
             models.Index(fields=["owner", "state"], name="request_owner_state"),
@@ -186,9 +191,15 @@ class Request(models.Model):
             # rewrite when a pass moves it to another page.
             models.Index(fields=["finished_at"], name="request_finished_at", condition=Q(finished_at__isnull=False)),
         ]
+        # An Idempotency-Key is the submitting account's: the owner's when it submitted, else the
+        # submitter's, whoever the owner (decision 131). Partial: only rows with a key have entries.
         constraints = [
-            models.UniqueConstraint(fields=["owner", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
+            models.UniqueConstraint(fields=["owner", "idempotency_key"],
+                                    condition=Q(idempotency_key__isnull=False, submitted_by__isnull=True),
                                     name="one_request_per_idempotency_key"),
+            models.UniqueConstraint(fields=["submitted_by", "idempotency_key"],
+                                    condition=Q(idempotency_key__isnull=False, submitted_by__isnull=False),
+                                    name="one_request_per_submitter_key"),
         ]
 
 

@@ -10,18 +10,29 @@ time: ``Api`` is what the modules that follow a request over time (``watch``) an
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import quote
 
 from poolctl.config import resolve
 from poolctl.errors import NotFound, PermissionRefused
-from poolctl.models import Account, PolicyState, Pool, Preview, Request, Validation, Version
+from poolctl.models import Account, BatchResult, PolicyState, Pool, Preview, Request, Validation, Version
 from poolctl.stream import EventStream
 from poolctl.transport import Transport
 
 RequestRef = int | Request
 PAGE = 200
+BATCH_MOST = 500  # items the server takes in one POST /requests/batch
+
+
+def submission_body(*, policy: str, profile: str, preemptible: bool = True, max_retries: int = 0,
+                    **optional: Any) -> dict[str, Any]:
+    """``POST /requests``' body: what ``Api.submit`` takes but the key; the options left None are
+    left out."""
+    body: dict[str, Any] = {"policy": policy, "profile": profile, "preemptible": preemptible,
+                            "max_retries": max_retries}
+    body.update({key: value for key, value in optional.items() if value is not None})
+    return body
 
 
 def request_id(request: RequestRef) -> int:
@@ -53,20 +64,33 @@ class Api:
     def submit(self, *, policy: str, profile: str, resources: dict[str, float] | None = None,
                resource_settings: dict[str, Any] | None = None, preemptible: bool = True, max_retries: int = 0,
                lease_seconds: int | None = None, name: str | None = None, labels: dict[str, str] | None = None,
-               idempotency_key: str | None = None) -> Request:
+               idempotency_key: str | None = None, owner: str | None = None) -> Request:
         """A new request, ``pending``, already ``allocated``, or ``rejected`` with its reason (R-14).
 
         ``resources`` or ``resource_settings`` (``gpu_count``, ``cpu_count``, ``memory`` like
         ``"16GiB"``, ``pool_resources``) are for dynamic profiles only. A retry after a lost answer
-        returns the same request: every submission carries an ``Idempotency-Key``.
+        returns the same request: every submission carries an ``Idempotency-Key``. ``owner`` (a
+        username) submits for that user, with the permission ``poolweb.submit_for_others``.
         """
-        body: dict[str, Any] = {"policy": policy, "profile": profile, "preemptible": preemptible,
-                                "max_retries": max_retries}
-        optional = {"resources": resources, "resource_settings": resource_settings, "lease_seconds": lease_seconds,
-                    "name": name, "labels": labels}
-        body.update({key: value for key, value in optional.items() if value is not None})
+        body = submission_body(policy=policy, profile=profile, resources=resources,
+                               resource_settings=resource_settings, preemptible=preemptible, max_retries=max_retries,
+                               lease_seconds=lease_seconds, name=name, labels=labels, owner=owner)
         key = idempotency_key or str(uuid.uuid4())
         return Request.from_json(self.transport.call("POST", "/requests", body, headers={"Idempotency-Key": key}))
+
+    def submit_batch(self, items: Iterable[dict[str, Any]]) -> list[BatchResult]:
+        """Submit many requests in few calls (``POST /requests/batch``, ``BATCH_MOST`` a call): each
+        item takes ``submit``'s keyword arguments; the results in item order, each its request or
+        why not (``BatchResult``) — one refused item refuses no other. An item without an
+        ``idempotency_key`` gets one, so a whole batch retried after a lost answer is harmless
+        only with keys of the caller's own (a job's id, say)."""
+        bodies = [{**submission_body(**{k: v for k, v in item.items() if k != "idempotency_key"}),
+                   "idempotency_key": item.get("idempotency_key") or str(uuid.uuid4())} for item in items]
+        results: list[BatchResult] = []
+        for start in range(0, len(bodies), BATCH_MOST):
+            answer = self.transport.call("POST", "/requests/batch", {"requests": bodies[start:start + BATCH_MOST]})
+            results += [BatchResult.from_json(result) for result in answer["results"]]
+        return results
 
     def get(self, request: RequestRef) -> Request:
         return Request.from_json(self.transport.call("GET", f"/requests/{request_id(request)}"))

@@ -87,6 +87,7 @@ class Request(Result):
     held_pool: str | None = None  # pending only: where capacity is held for it (R-45)
     grace_ends_at: datetime | None = None  # preempting only: when the server evicts it (R-44)
     warnings: tuple[RequestWarning, ...] = ()  # a server before issue 20 sends none
+    submitted_by: str | None = None  # who submitted it for its owner (decision 131); None: the owner
 
     MOMENTS = ("submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at")
 
@@ -177,6 +178,32 @@ class Issue(Result):
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Issue:
         return cls(path=data.get("path", ""), code=data.get("code", ""), message=data.get("message", ""))
+
+
+@dataclass(frozen=True)
+class BatchResult(Result):
+    """One item's answer of ``POST /requests/batch``: the status ``POST /requests`` would have
+    answered — 201 a new request, 200 the one its key named already, 400 with ``errors``, 403 or
+    429 with ``detail`` — and the request when there is one."""
+
+    status: int
+    request: Request | None = None
+    errors: tuple[Issue, ...] = ()
+    detail: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.request is not None
+
+    @property
+    def created(self) -> bool:
+        return self.status == 201
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BatchResult:
+        request = data.get("request")
+        return cls(status=int(data.get("status", 0)), request=Request.from_json(request) if request else None,
+                   errors=tuple(Issue.from_json(e) for e in data.get("errors", ())), detail=data.get("detail"))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ Choices where api.md is silent: the list is newest first, paged as every list is
 value means no filter; another user's request answers 404, as a missing one does; a body above
 DATA_UPLOAD_MAX_MEMORY_SIZE is a 413; a user with ``POOLWEB_MAX_PENDING_PER_USER`` pending
 requests gets 429 for one more (a retried ``Idempotency-Key`` still returns its request:
-``services.requests.request_submit`` says the order).
+``services.requests.submit`` says the order). A submission with ``owner`` is for that user, by an
+account granted ``poolweb.submit_for_others`` (decision 131); ``api.request_batch`` takes many.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from poolweb.api.fields import QuantityInput
 from poolweb.api.reads import CatchUpOnRead
 from poolweb.api.representations import RequestSerializer
 from poolweb.api.submission import (
-    LEASE_BOUNDS, MAX_LABEL_VALUE, MAX_NAME, SubmissionBody, SubmissionInvalid, idempotency_key_errors,
+    LEASE_BOUNDS, MAX_LABEL_VALUE, MAX_NAME, MAX_USERNAME, SubmissionBody, SubmissionInvalid, idempotency_key_errors,
 )
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import (
@@ -36,6 +37,7 @@ from poolweb.selectors.requests import (
 from poolweb.services import requests as services
 from poolweb.services.payloads import change_data, request_data
 from reconcile import State
+from reconcile.document import Issue
 from reconcile.lifecycle import LEASE_SECONDS_DEFAULT
 from reconcile.resource_settings import MEMORY_UNITS
 
@@ -67,6 +69,8 @@ class SubmitSchema(serializers.Serializer):
     name = serializers.CharField(required=False, allow_blank=True, max_length=MAX_NAME)
     labels = serializers.DictField(child=serializers.CharField(max_length=MAX_LABEL_VALUE, allow_blank=True),
                                    required=False, help_text="at most 50; keys 1 to 63 characters")
+    owner = serializers.CharField(required=False, max_length=MAX_USERNAME,
+                                  help_text="a username: submit for that user; needs poolweb.submit_for_others")
 
 
 BAD_REQUEST = OpenApiResponse(ErrorsSchema, description="malformed input: every error with its path")
@@ -95,6 +99,17 @@ def read_filters(params) -> RequestFilters:
                                           for error in invalid.errors}) from None
 
 
+def refusal_response(refusal: services.Refusal) -> Response:
+    """The answer to a refused submission (``PermissionDenied`` is DRF's 403)."""
+    if isinstance(refusal, SubmissionInvalid):
+        return bad_request(refusal.errors)
+    if isinstance(refusal, services.OwnerUnknown):
+        return bad_request([Issue("owner", "unknown_user", str(refusal))])
+    if isinstance(refusal, services.TooManyPending):
+        return Response({"detail": str(refusal)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+    raise refusal  # a new kind of refusal needs its answer here
+
+
 # --- views -----------------------------------------------------------------------------------------
 
 class RequestCollectionView(CatchUpOnRead, GenericAPIView):
@@ -112,7 +127,8 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
     @extend_schema(tags=[TAG], operation_id="requests_create", request=SubmitSchema,
                    parameters=[IDEMPOTENCY_KEY],
                    responses={201: RequestSerializer, 200: RequestSerializer, 400: BAD_REQUEST,
-                              403: OpenApiResponse(DetailSchema, description="not in the policy's group"),
+                              403: OpenApiResponse(DetailSchema, description="not in the policy's group, or "
+                                                   "an owner given without poolweb.submit_for_others"),
                               429: OpenApiResponse(DetailSchema, description="too many pending requests")})
     def post(self, request):
         key = request.headers.get("Idempotency-Key")
@@ -121,10 +137,8 @@ class RequestCollectionView(CatchUpOnRead, GenericAPIView):
                 raise SubmissionInvalid(errors)
             row, created = services.request_submit(user=request.user, submission=SubmissionBody(request),
                                                    idempotency_key=key)
-        except SubmissionInvalid as error:
-            return bad_request(error.errors)
-        except services.TooManyPending as error:
-            return Response({"detail": str(error)}, status=status.HTTP_429_TOO_MANY_REQUESTS)
+        except services.Refusal as error:
+            return refusal_response(error)
         headers = {"Location": f"{request.path.rstrip('/')}/{row.pk}"}
         return Response(request_data(row), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
                         headers=headers)

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from poolweb.services.requests import MAX_RETRIES, Submission
+from poolweb.services.requests import MAX_RETRIES, Refusal, Submission
 from poolweb.services.validation import storable
 from reconcile import Config, Profile, Vector, lifecycle
 from reconcile.document import Issue
@@ -25,13 +25,14 @@ from reconcile.document_checks import json_type, show
 from reconcile.resource_settings import ResourceError, child, read_resources, resources_from_settings
 
 FIELDS = ("policy", "profile", "resources", "resource_settings", "preemptible", "max_retries", "lease_seconds",
-          "name", "labels")
+          "name", "labels", "owner")  # ``owner`` is read apart, first (``read_owner``)
 MAX_NAME, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE, MAX_IDEMPOTENCY_KEY = 200, 50, 63, 200, 200
+MAX_USERNAME = 150  # Django's
 LEASE_BOUNDS = (lifecycle.LEASE_SECONDS_MIN, lifecycle.LEASE_SECONDS_MAX)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-class SubmissionInvalid(Exception):
+class SubmissionInvalid(Refusal):
     """The body cannot be accepted; ``errors`` lists every problem."""
 
     def __init__(self, errors: list[Issue]) -> None:
@@ -46,6 +47,19 @@ def idempotency_key_errors(key: str) -> list[Issue]:
                   f"the Idempotency-Key header must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters")]
 
 
+def read_owner(data: Any) -> str | None:
+    """The optional ``owner`` of a submission (a username: submitting for that user, decision 131),
+    read before the rest: it decides whose group and pending cap are checked. A body that is no
+    object has none: reading the rest says what is wrong with it."""
+    if not isinstance(data, Mapping) or "owner" not in data:
+        return None
+    errors: list[Issue] = []
+    owner = _text(data["owner"], "owner", MAX_USERNAME, errors, empty=False)
+    if errors:
+        raise SubmissionInvalid(errors)
+    return owner
+
+
 @dataclass(frozen=True)
 class SubmissionBody:
     """A submission's body, read when ``services.requests.request_submit`` gets to it: after a
@@ -53,8 +67,39 @@ class SubmissionBody:
 
     request: Any  # DRF's request: its ``data`` is parsed on first use
 
+    def owner_name(self) -> str | None:
+        return read_owner(self.request.data)
+
     def read(self, config: Config) -> Submission:
         return read_submission(self.request.data, config)
+
+
+@dataclass(frozen=True)
+class SubmissionItem:
+    """One item of ``POST /requests/batch``: a submission body with its own ``idempotency_key``,
+    which ``item_key`` reads and the submission leaves out."""
+
+    data: Any
+
+    def owner_name(self) -> str | None:
+        return read_owner(self.data)
+
+    def read(self, config: Config) -> Submission:
+        data = self.data
+        if isinstance(data, Mapping):
+            data = {key: value for key, value in data.items() if key != "idempotency_key"}
+        return read_submission(data, config)
+
+
+def item_key(data: Any) -> str | None:
+    """A batch item's ``idempotency_key``; ``SubmissionInvalid`` naming it when it is no key."""
+    if not isinstance(data, Mapping) or "idempotency_key" not in data:
+        return None
+    key = data["idempotency_key"]
+    if not isinstance(key, str) or idempotency_key_errors(key):
+        raise SubmissionInvalid([Issue("idempotency_key", "invalid",
+                                       f"idempotency_key is 1 to {MAX_IDEMPOTENCY_KEY} printable characters")])
+    return key
 
 
 def read_submission(data: Any, config: Config) -> Submission:

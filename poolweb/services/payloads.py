@@ -22,7 +22,7 @@ from reconcile import UNFINISHED_STATES, State, format_quantity
 REQUEST_FIELDS = ("id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
                   "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "held_pool",
-                  "grace_ends_at", "warnings")
+                  "grace_ends_at", "warnings", "submitted_by")
 # The columns ``request_data`` reads: a preempting request's grace ends ``EVICTION_GRACE_SECONDS``
 # after ``preempted_at``, so that is stored and ``grace_ends_at`` is not; ``warnings`` are
 # worked out of ``preemptible`` and ``max_retries``.
@@ -89,6 +89,7 @@ def request_data(row: Any) -> dict:
         "held_pool": row.held_pool,
         "grace_ends_at": moment(grace_end(row)),
         "warnings": request_warnings(row.state, row.preemptible, row.max_retries),
+        "submitted_by": row.submitted_by,
     }
 
 

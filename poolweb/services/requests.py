@@ -1,4 +1,5 @@
-"""Requests: submit, heartbeat, release and cancel (docs/api.md §3; docs/scheduling.md R-14, R-50, R-51).
+"""Requests: submit (one, a batch, for another user), heartbeat, release and cancel (docs/api.md §3;
+docs/scheduling.md R-14, R-50, R-51).
 
 Each write is one transaction; a reconcile pass is asked for (``reconcile_soon``) only once that
 transaction is done, so the pass sees the committed row — which is why ``request_submit``,
@@ -14,7 +15,7 @@ Choices where api.md is silent:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -52,14 +53,24 @@ class RequestConflict(Exception):
     """The request changed between reading and writing it; the caller may retry."""
 
 
-class TooManyPending(Exception):
-    """The user has as many pending requests as one may have (``POOLWEB_MAX_PENDING_PER_USER``).
+class Refusal(Exception):
+    """A submission refused for a reason of its own, which its caller answers; a batch records it
+    for its item and goes on (``request_submit_batch``). ``PermissionDenied`` is one too."""
+
+
+class TooManyPending(Refusal):
+    """The owner has as many pending requests as one may have (``POOLWEB_MAX_PENDING_PER_USER``).
     Two submissions at once may both pass at the cap's edge: the cap bounds a runaway script, it is
     no quota (quotas are the engine's)."""
 
-    def __init__(self, pending: int, cap: int) -> None:
-        super().__init__(f"you have {pending} pending requests, and {cap} is the most one user may have "
+    def __init__(self, pending: int, cap: int, owner: str | None = None) -> None:
+        who = "you have" if owner is None else f"{owner} has"
+        super().__init__(f"{who} {pending} pending requests, and {cap} is the most one user may have "
                          f"(POOLWEB_MAX_PENDING_PER_USER): cancel some, or wait for them to start")
+
+
+class OwnerUnknown(Refusal):
+    """``owner`` names no active user."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,10 @@ class Submission:
     lease_seconds: int = lifecycle.LEASE_SECONDS_DEFAULT
     name: str = ""
     labels: dict[str, str] | None = None
+    owner: str | None = None  # the username it is submitted for; None: the submitter's own
+
+    def owner_name(self) -> str | None:
+        return self.owner
 
     def read(self, config: Config) -> Submission:
         """Read already: it is what it says (``SubmissionSource``)."""
@@ -83,7 +98,10 @@ class Submission:
 class SubmissionSource(Protocol):
     """What a submission says, read against the live configuration once ``request_submit`` has
     it: a ``Submission`` read already, or the API's body (``api.submission.SubmissionBody``), whose
-    reading raises its own error listing every problem."""
+    reading raises its own error (a ``Refusal``) listing every problem. ``owner_name`` is read
+    first, alone: whom it is for decides who is checked."""
+
+    def owner_name(self) -> str | None: ...
 
     def read(self, config: Config) -> Submission: ...
 
@@ -93,38 +111,94 @@ class SubmissionSource(Protocol):
 def request_submit(*, user, submission: SubmissionSource,
                    idempotency_key: str | None = None) -> tuple[RequestRow, bool]:
     """Submit a request; returns it (possibly allocated already, when the pass ran inline) and
-    whether it is new. In this order, each before the next is read:
-
-    1. a retried ``idempotency_key`` returns the first request, whatever the submission says;
-    2. ``TooManyPending`` when the user has ``POOLWEB_MAX_PENDING_PER_USER`` pending requests;
-    3. the submission is read against the live configuration;
-    4. ``PermissionDenied`` when ``user`` is neither staff nor in the policy's group;
-    5. it is stored (``request_create``) and a pass asked for.
-    """
-    if idempotency_key is not None:
-        earlier = request_by_idempotency_key(user=user, key=idempotency_key)
-        if earlier is not None:
-            return earlier, False
-    submitter = submitter_of(user=user)
-    cap = settings.POOLWEB["MAX_PENDING_PER_USER"]
-    if submitter.pending >= cap:
-        raise TooManyPending(submitter.pending, cap)
-    live = live_engine_version()
-    config = live.config
-    read = submission.read(config)
-    if not may_submit(user, config, read.policy, submitter.groups):
-        raise PermissionDenied(f"you may not submit to policy {read.policy}: you are not in its group "
-                               f"{config.policy[read.policy].group or '(none)'}")
-    row, created = request_create(user=user, submission=read, live=live, idempotency_key=idempotency_key)
+    whether it is new (``submit`` says the order of its checks)."""
+    row, created = submit(user=user, submission=submission, idempotency_key=idempotency_key)
     if created and row.state == State.PENDING.value and _reconcile():
         row = _fresh(row.pk)  # the pass ran here: it may be granted
     return row, created
 
 
-def request_create(*, user, submission: Submission, live: EngineVersion,
-                   idempotency_key: str | None = None) -> tuple[RequestRow, bool]:
-    """Store a submission: ``rejected`` with its reason when it can never run (R-14), else ``pending``.
-    One transaction: the row, its history and its event; the pass judges it later.
+class BatchItem(NamedTuple):
+    """One submission of a batch, as ``request_submit`` takes it."""
+
+    submission: SubmissionSource
+    idempotency_key: str | None = None
+
+
+Outcome = tuple[RequestRow, bool] | Refusal | PermissionDenied  # (the request, whether new), or why not
+
+
+def request_submit_batch(*, user, items: Sequence[BatchItem]) -> list[Outcome]:
+    """Submit each item as ``request_submit`` does, in order, each its own decision and its own
+    transaction (an item refused leaves the others as they are); then one pass for them all, not
+    one per item. The outcomes in item order."""
+    outcomes: list[Outcome] = []
+    for item in items:
+        try:
+            outcomes.append(submit(user=user, submission=item.submission, idempotency_key=item.idempotency_key))
+        except (Refusal, PermissionDenied) as refusal:
+            outcomes.append(refusal)
+    stored = [outcome for outcome in outcomes if isinstance(outcome, tuple)]
+    if any(created and row.state == State.PENDING.value for row, created in stored) and _reconcile():
+        fresh = RequestRow.objects.select_related("owner").in_bulk([row.pk for row, _ in stored])  # one read
+        outcomes = [(fresh.get(o[0].pk, o[0]), o[1]) if isinstance(o, tuple) else o for o in outcomes]
+    return outcomes
+
+
+def submit(*, user, submission: SubmissionSource,
+           idempotency_key: str | None = None) -> tuple[RequestRow, bool]:
+    """Store a submission without asking for a pass. In this order, each before the next is read:
+
+    1. a retried ``idempotency_key`` of ``user``, the submitting account, returns the first
+       request, whatever the submission says (for whomever it was);
+    2. for an owner other than ``user`` (a username): ``PermissionDenied`` unless ``user`` was
+       granted ``poolweb.submit_for_others``, ``OwnerUnknown`` when no active user has the name
+       (one statement reads both, ``api_calls.acting_for``); from here on the owner is the one
+       checked, and the one who owns the request;
+    3. ``TooManyPending`` when the owner has ``POOLWEB_MAX_PENDING_PER_USER`` pending requests;
+    4. the submission is read against the live configuration;
+    5. ``PermissionDenied`` when the owner is neither staff nor in the policy's group;
+    6. it is stored (``request_create``).
+    """
+    if idempotency_key is not None:
+        earlier = request_by_idempotency_key(user=user, key=idempotency_key)
+        if earlier is not None:
+            return earlier, False
+    owner = submission.owner_name()
+    on_behalf = owner is not None and owner != user.get_username()
+    holder = owner_for(caller=user, username=owner) if on_behalf else user
+    standing = submitter_of(user=holder)
+    cap = settings.POOLWEB["MAX_PENDING_PER_USER"]
+    if standing.pending >= cap:
+        raise TooManyPending(standing.pending, cap, holder.get_username() if on_behalf else None)
+    live = live_engine_version()
+    config = live.config
+    read = submission.read(config)
+    if not may_submit(holder, config, read.policy, standing.groups):
+        who, are = (f"{holder.get_username()} may", "they are") if on_behalf else ("you may", "you are")
+        raise PermissionDenied(f"{who} not submit to policy {read.policy}: {are} not in its group "
+                               f"{config.policy[read.policy].group or '(none)'}")
+    return request_create(user=holder, submission=read, live=live, idempotency_key=idempotency_key,
+                          submitted_by=user if on_behalf else None)
+
+
+def owner_for(*, caller, username: str):
+    """The user ``caller`` submits for, if ``caller`` may submit for others (decision 131)."""
+    found = api_calls.acting_for(caller.pk, username)
+    if not found.permitted:
+        raise PermissionDenied(f"you may not submit for another user: that needs the permission "
+                               f"poolweb.{api_calls.SUBMIT_FOR_OTHERS[1]}, granted explicitly")
+    if found.owner is None or not found.owner.is_active:
+        raise OwnerUnknown(f"there is no active user named {username[:150]!r}")
+    return found.owner
+
+
+def request_create(*, user, submission: Submission, live: EngineVersion, idempotency_key: str | None = None,
+                   submitted_by=None) -> tuple[RequestRow, bool]:
+    """Store a submission for its owner ``user``: ``rejected`` with its reason when it can never
+    run (R-14), else ``pending``. One transaction: the row, its history and its event; the pass
+    judges it later. ``submitted_by``, the account that submitted it for ``user``, is named in the
+    request and in its first history entry (the audit, decision 131).
 
     Two racing submissions with one ``idempotency_key`` meet at the unique constraint; the loser's
     transaction rolls back and it returns the winner's request.
@@ -133,15 +207,19 @@ def request_create(*, user, submission: Submission, live: EngineVersion,
     _, failure = eligibility(live.terms, s.policy, s.profile, s.resources, s.preemptible)
     fields = dict(owner=user, policy=s.policy, profile=s.profile, resources=dict(s.resources),
                   preemptible=s.preemptible, max_retries=s.max_retries, lease_seconds=s.lease_seconds, name=s.name,
-                  labels=s.labels or {}, submitted_at=now, idempotency_key=idempotency_key)
+                  labels=s.labels or {}, submitted_at=now, idempotency_key=idempotency_key,
+                  submitted_by=None if submitted_by is None else submitted_by.get_username())
     if failure is None:
         fields.update(state=State.PENDING.value, reason=Reason.SUBMITTED.value, message="waiting for the next pass")
     else:
         fields.update(state=State.REJECTED.value, reason=failure.reason.value, message=failure.message, finished_at=now)
+    if submitted_by is not None:
+        fields["message"] = f"submitted by {fields['submitted_by']} for {user.get_username()}: {fields['message']}"
     try:
         row = _store(RequestRow(**fields))
     except IntegrityError:
-        earlier = request_by_idempotency_key(user=user, key=idempotency_key) if idempotency_key else None
+        account = submitted_by or user
+        earlier = request_by_idempotency_key(user=account, key=idempotency_key) if idempotency_key else None
         if earlier is None:
             raise
         return earlier, False

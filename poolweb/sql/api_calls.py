@@ -1,6 +1,7 @@
 """The plain statements of one API call: the bearer's token and user, the site row, what a
-submitter may have, one request read and written, and a submission's write on PostgreSQL. A pass's
-bulk statements are in ``poolweb.sql``; this is the other hot path, run once per call.
+submitter may have, whether they may submit for another user, one request read and written, and a
+submission's write on PostgreSQL. A pass's bulk statements are in ``poolweb.sql``; this is the
+other hot path, run once per call.
 
 Each stays here because the front door's bench shows it pays (decision 110, bench/README.md):
 Django compiling a small query cost several times running it (the token and its user 535 µs of
@@ -17,7 +18,8 @@ from datetime import datetime
 from functools import cache
 from typing import NamedTuple
 
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
+from django.contrib.contenttypes.models import ContentType
 from django.db import connection, transaction
 
 from poolweb.models import ApiToken, ConfigVersion, Event, Request as RequestRow, RequestChange, SiteState
@@ -63,6 +65,33 @@ def submitter(user_id: int) -> Submitter:
         cursor.execute(_submitter_query(), [user_id, "pending", user_id])
         pending, groups = cursor.fetchone()
     return Submitter(pending, frozenset(decoded(groups) or ()))
+
+
+class ActingFor(NamedTuple):
+    """What a submission for another user reads, in one statement."""
+
+    permitted: bool  # whether the caller was granted ``poolweb.submit_for_others`` (itself or by a group)
+    owner: User | None  # the user named, or None
+
+
+SUBMIT_FOR_OTHERS = ("poolweb", "submit_for_others")  # the permission: app label, codename
+
+
+def acting_for(caller_id: int, username: str) -> ActingFor:
+    """Whether the caller holds the permission by an explicit grant — a superuser's implied
+    permissions do not count (decision 131) — and the user named ``username``. One statement: the
+    grant by the permission's and the membership's indexes, the user by the unique username."""
+    with connection.cursor() as cursor:
+        cursor.execute(_acting_for_query(), [*SUBMIT_FOR_OTHERS, caller_id, *SUBMIT_FOR_OTHERS, caller_id, username])
+        permitted, *columns = cursor.fetchone()
+    return ActingFor(bool(permitted), None if columns[0] is None else _user(dict(zip(USER_COLUMNS, columns))))
+
+
+def _user(values: dict) -> User:
+    """A user of ``USER_COLUMNS``' values, the other columns deferred (``from_db`` takes the
+    values in the model's field order)."""
+    names = [field.attname for field in User._meta.concrete_fields if field.attname in values]
+    return User.from_db(connection.alias, names, [values[name] for name in names])
 
 
 def request_with_owner(request_id: int) -> RequestRow | None:
@@ -166,6 +195,24 @@ def _submitter_query() -> str:
               f"JOIN {_table(Group)} g ON g.{_column(Group, 'id')} = m.{_column(membership, 'group')} "
               f"WHERE m.{_column(membership, 'user')} = %s")
     return f"SELECT ({pending}), ({groups})"
+
+
+@cache
+def _acting_for_query() -> str:
+    """The grant (to the user, or to one of their groups) as 0 or 1, and the user's columns, null
+    when no user has the name."""
+    granted, membership, allowed = User.user_permissions.through, User.groups.through, Group.permissions.through
+    permission = (f"SELECT p.{_column(Permission, 'id')} FROM {_table(Permission)} p "
+                  f"JOIN {_table(ContentType)} t "
+                  f"ON t.{_column(ContentType, 'id')} = p.{_column(Permission, 'content_type')} "
+                  f"WHERE t.{_column(ContentType, 'app_label')} = %s AND p.{_column(Permission, 'codename')} = %s")
+    own = (f"SELECT 1 FROM {_table(granted)} g WHERE g.{_column(granted, 'permission')} IN ({permission}) "
+           f"AND g.{_column(granted, 'user')} = %s")
+    by_group = (f"SELECT 1 FROM {_table(allowed)} a JOIN {_table(membership)} m "
+                f"ON m.{_column(membership, 'group')} = a.{_column(allowed, 'group')} "
+                f"WHERE a.{_column(allowed, 'permission')} IN ({permission}) AND m.{_column(membership, 'user')} = %s")
+    return (f"SELECT CASE WHEN EXISTS ({own}) OR EXISTS ({by_group}) THEN 1 ELSE 0 END, {_listed('u', USER_COLUMNS)} "
+            f"FROM (SELECT 1 AS one) one LEFT JOIN {_table(User)} u ON u.{_column(User, 'username')} = %s")
 
 
 @cache

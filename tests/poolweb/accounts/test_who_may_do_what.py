@@ -69,6 +69,12 @@ MATRIX = [
     admin_only("PUT", "/management", OK, {"enabled": True}),
     Row("POST", "/requests", {"policy": "dev", "profile": "half"}, UNAUTHENTICATED, CREATED, DENIED, CREATED),
     Row("POST", "/requests", {"policy": "research", "profile": "half"}, UNAUTHENTICATED, DENIED, DENIED, CREATED),
+    # For another user: only an explicit grant of poolweb.submit_for_others, which alice (superuser) lacks;
+    # bob names himself.
+    Row("POST", "/requests", {"policy": "dev", "profile": "half", "owner": "bob"},
+        UNAUTHENTICATED, CREATED, DENIED, DENIED),
+    # A batch answers 200 whoever calls; each item's own status says who may (test_batch_submission).
+    Row("POST", "/requests/batch", {"requests": [{"policy": "dev", "profile": "half"}]}, UNAUTHENTICATED, OK, OK, OK),
     signed_in("GET", "/requests"),
     Row("GET", "/requests/{request}", None, UNAUTHENTICATED, OK, HIDDEN, OK),
     owners_and_admins("heartbeat"),
@@ -91,6 +97,7 @@ PERSONAS = ("anonymous", "bob", "carol", "alice")
 def cases():
     for row in MATRIX:
         queue = f" {row.body['policy']}" if row.body and "policy" in row.body else ""
+        queue += f" for {row.body['owner']}" if row.body and "owner" in row.body else ""
         for persona in PERSONAS:
             yield pytest.param(row, persona, id=f"{row.method} {row.path}{queue} as {persona}")
 

@@ -40,7 +40,7 @@ API_MD_OPERATIONS = [
     ("POST", "/config/draft/validate"), ("POST", "/config/draft/preview"), ("POST", "/config/draft/provision"),
     ("GET", "/config/versions"), ("GET", "/config/versions/{n}"), ("POST", "/config/versions/{n}/restore"),
     ("GET", "/management"), ("PUT", "/management"),
-    ("POST", "/requests"), ("GET", "/requests"), ("GET", "/requests/{id}"),
+    ("POST", "/requests"), ("POST", "/requests/batch"), ("GET", "/requests"), ("GET", "/requests/{id}"),
     ("POST", "/requests/{id}/heartbeat"), ("POST", "/requests/{id}/release"), ("POST", "/requests/{id}/cancel"),
     ("GET", "/pools"), ("GET", "/pools/{name}/queue"), ("GET", "/pools/{name}/running"), ("GET", "/policies"),
     ("GET", "/requests/{id}/history"), ("GET", "/health"),

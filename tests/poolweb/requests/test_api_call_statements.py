@@ -109,3 +109,19 @@ def test_a_submission_is_one_statement_that_writes_its_row_its_history_and_its_e
         row.pk, now, "pending", 1)
     type, owner_id, data = Event.objects.values_list("type", "owner_id", "data").get()
     assert (type, owner_id, json.loads(data)) == ("request.updated", bob.pk, {"id": row.pk, "state": "pending"})
+
+
+def test_acting_for_reads_the_explicit_grant_and_the_user_as_the_orm_does(alice, bob):
+    from django.contrib.auth.models import Permission
+
+    assert api_calls.acting_for(alice.pk, "bob").permitted is False  # a superuser's implied permissions do not count
+    alice.user_permissions.add(Permission.objects.get(codename="submit_for_others"))
+
+    found = api_calls.acting_for(alice.pk, "bob")
+
+    assert found.permitted is True
+    for name in ("pk", "username", "is_staff", "is_active", "is_superuser", "email"):
+        assert getattr(found.owner, name) == getattr(bob, name), name
+        assert type(getattr(found.owner, name)) is type(getattr(bob, name)), name
+    assert "password" in found.owner.get_deferred_fields()
+    assert api_calls.acting_for(alice.pk, "nobody") == (True, None)

@@ -21,6 +21,7 @@ REQUEST_OBJECT_FIELDS = {
     "id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt", "state",
     "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at", "allocated_at",
     "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "held_pool", "grace_ends_at", "warnings",
+    "submitted_by",  # decision 131
 }
 
 

@@ -1,0 +1,108 @@
+"""``POST /requests/batch`` (docs/api.md §3): up to ``MAX_ITEMS`` submissions in one call, for a
+bridge that registers a burst of jobs (docs/slurm.md) without a round trip per job.
+
+Each item is what ``POST /requests`` takes, plus its own ``idempotency_key``; each is its own
+decision and its own transaction (``services.requests.request_submit_batch``), answered in item
+order with the status ``POST /requests`` would have answered it. The envelope alone is refused
+whole: 400 naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.urls import path
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from poolweb.api.errors import IssueSchema, bad_request
+from poolweb.api.representations import RequestSerializer
+from poolweb.api.requests import BAD_REQUEST, TAG, SubmitSchema, refusal_response
+from poolweb.api.submission import MAX_IDEMPOTENCY_KEY, SubmissionInvalid, SubmissionItem, item_key
+from poolweb.services import requests as services
+from poolweb.services.payloads import request_data
+from reconcile.document import Issue
+
+MAX_ITEMS = 500  # a bridge's burst of 1,000 jobs is two calls; one call's items stay a few seconds' work
+
+
+class ItemSchema(SubmitSchema):
+    idempotency_key = serializers.CharField(required=False, min_length=1, max_length=MAX_IDEMPOTENCY_KEY,
+                                            help_text="as the Idempotency-Key header of POST /requests")
+
+
+class BatchSchema(serializers.Serializer):
+    requests = ItemSchema(many=True, help_text=f"at most {MAX_ITEMS}")
+
+
+class ResultSchema(serializers.Serializer):
+    status = serializers.ChoiceField(choices=[200, 201, 400, 403, 429],
+                                     help_text="what POST /requests would have answered this item")
+    request = RequestSerializer(required=False, help_text="201 and 200: the request")
+    errors = IssueSchema(many=True, required=False, help_text="400: every error of the item, with its path")
+    detail = serializers.CharField(required=False, help_text="403 and 429: why not")
+
+
+class ResultsSchema(serializers.Serializer):
+    results = ResultSchema(many=True, help_text="one per item, in item order")
+
+
+def read_items(data: Any) -> list[Any]:
+    """The envelope ``{"requests": [...]}``'s items; ``SubmissionInvalid`` naming the field."""
+    if not isinstance(data, Mapping):
+        raise SubmissionInvalid([Issue("", "invalid_type", 'the body must be a JSON object {"requests": [...]}')])
+    errors = [Issue(str(field)[:64], "unknown_field", "is not a field: the body has only requests")
+               for field in data if field != "requests"]
+    items = data.get("requests")
+    if "requests" not in data:
+        errors.append(Issue("requests", "required", "requests is required: a list of submissions"))
+    elif not isinstance(items, list):
+        errors.append(Issue("requests", "invalid_type", "requests is a list of submissions"))
+    elif len(items) > MAX_ITEMS:
+        errors.append(Issue("requests", "too_many", f"requests has {len(items):,} items, at most {MAX_ITEMS} "
+                                                     "are allowed in one call"))
+    if errors:
+        raise SubmissionInvalid(errors)
+    return items
+
+
+def result_data(outcome: services.Outcome) -> dict:
+    """An item's answer: its status and the request, or why not."""
+    if isinstance(outcome, tuple):
+        row, created = outcome
+        return {"status": status.HTTP_201_CREATED if created else status.HTTP_200_OK, "request": request_data(row)}
+    if isinstance(outcome, PermissionDenied):
+        return {"status": status.HTTP_403_FORBIDDEN, "detail": str(outcome)}
+    answer = refusal_response(outcome)
+    return {"status": answer.status_code, **answer.data}
+
+
+class RequestBatchView(APIView):
+    @extend_schema(tags=[TAG], operation_id="requests_batch", request=BatchSchema,
+                   responses={200: ResultsSchema, 400: BAD_REQUEST},
+                   description=f"Submit up to {MAX_ITEMS} requests; each item answered as POST /requests "
+                               "would answer it, in item order. One pass follows, not one per item.")
+    def post(self, request):
+        try:
+            data = read_items(request.data)
+        except SubmissionInvalid as error:
+            return bad_request(error.errors)
+        items: list[services.BatchItem | SubmissionInvalid] = []
+        for item in data:
+            try:
+                items.append(services.BatchItem(SubmissionItem(item), item_key(item)))
+            except SubmissionInvalid as error:
+                items.append(error)
+        submitted = iter(services.request_submit_batch(
+            user=request.user, items=[item for item in items if isinstance(item, services.BatchItem)]))
+        outcomes = [item if isinstance(item, SubmissionInvalid) else next(submitted) for item in items]
+        return Response({"results": [result_data(outcome) for outcome in outcomes]})
+
+
+urlpatterns = [
+    path("requests/batch", RequestBatchView.as_view(), name="request-batch"),
+]

@@ -1,0 +1,34 @@
+"""``manage.py grant_submit_for_others USERNAME [--revoke]``: let an account submit requests owned
+by other users (``POST /requests`` with ``owner``), as the Slurm bridge's service account does
+(docs/slurm.md); ``--list`` names the accounts that may. Decision 131: only such a grant counts,
+never staff or superuser."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from poolweb.services.submit_for_others import NoSuchAccount, submit_for_others_grant, submit_for_others_holders
+
+
+class Command(BaseCommand):
+    help = "Grant USERNAME the permission to submit requests for other users (poolweb.submit_for_others)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("username", nargs="?", help="the account, e.g. the bridge's service account")
+        parser.add_argument("--revoke", action="store_true", help="take the permission away instead")
+        parser.add_argument("--list", dest="listing", action="store_true", help="list the accounts that hold it")
+
+    def handle(self, *args, username: str | None, revoke: bool, listing: bool, **options) -> None:
+        if listing:
+            holders = submit_for_others_holders()
+            self.stdout.write("\n".join(holders) if holders else "no account may submit for others")
+            return
+        if not username:
+            raise CommandError("give a USERNAME (or --list)")
+        try:
+            changed = submit_for_others_grant(username=username, granted=not revoke)
+        except NoSuchAccount as error:
+            raise CommandError(str(error)) from None
+        verb = "may no longer" if revoke else "may"
+        self.stdout.write(f"{username} {verb} submit requests for other users"
+                          + ("" if changed else " (so it was already)"))

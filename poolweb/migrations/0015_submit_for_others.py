@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('poolweb', '0013_rename_pass_rows'),
+        ('poolweb', '0014_management_changed_and_display_names'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -31,7 +31,7 @@ def test_while_management_is_off_every_page_says_who_turned_it_off(provisioned, 
 
     html = signed_in(bob).get(path).content.decode()
 
-    assert '<div class="banner" id="management-banner" aria-live="polite">' in html
+    assert '<div class="banner" id="management-banner" data-me="bob" aria-live="polite">' in html
     assert "Resource management is off." in html and "Turned off by alice <time" in html
     state = SiteState.objects.get(pk=1)
     assert state.management_changed_by == alice and state.management_changed_at is not None
@@ -39,7 +39,7 @@ def test_while_management_is_off_every_page_says_who_turned_it_off(provisioned, 
 
 def test_the_banner_is_hidden_while_management_is_on(provisioned, bob):
     html = signed_in(bob).get("/").content.decode()
-    assert '<div class="banner" id="management-banner" aria-live="polite" hidden>' in html
+    assert '<div class="banner" id="management-banner" data-me="bob" aria-live="polite" hidden>' in html
 
 
 @pytest.mark.parametrize("path", PAGES)

@@ -1,15 +1,17 @@
-"""What the shell of every console page needs (templates/console/base.html): the navigation and
-the management switch's state (with who turned it off and when, for the banner while it is off),
-read only when a page shows them."""
+"""What the shell of every console page needs (templates/console/base.html): the navigation, the
+management switch's state (with who turned it off and when, for the banner while it is off) and
+what people read of the live pools, profiles and policies (``names``, decision 121), each read only
+when a page shows it."""
 
 from __future__ import annotations
 
 from functools import cached_property
 
 from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
 
 from poolweb.console.request_pages import ACTIONS
-from poolweb.selectors.versions import Management, management_state
+from poolweb.selectors.versions import Management, display_names, management_state
 
 # (link name, path, admins only): docs/console.md names the links.
 NAVIGATION = (
@@ -41,6 +43,12 @@ class Shell:
     def management(self) -> Management:
         return management_state()
 
+    @property
+    def pool_names(self) -> dict[str, str]:
+        """Pool name → what people read, for the scripts that write a request's pool
+        (static/console/shared/request_view.js)."""
+        return display_names().pools
+
 
 def shell(request: HttpRequest) -> dict:
-    return {"shell": Shell(request)}
+    return {"shell": Shell(request), "names": SimpleLazyObject(display_names)}

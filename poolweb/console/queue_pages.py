@@ -16,7 +16,7 @@ from poolweb.console.queues import PAGE_ROWS, pool_summary, rows, why_view
 from poolweb.selectors.events import newest_seq
 from poolweb.selectors.live import live_pool_exists, pool_queue, pool_running, pool_states
 from poolweb.selectors.requests import audience_of
-from poolweb.selectors.versions import display_names, live_config
+from poolweb.selectors.versions import live_config
 from poolweb.selectors.waiting import request_in_pool, why_waits
 
 
@@ -25,7 +25,7 @@ from poolweb.selectors.waiting import request_in_pool, why_waits
 def queues(request: HttpRequest) -> HttpResponse:
     seq = newest_seq()  # first: an event committed while the page is read comes again, not never
     return render(request, "console/queues.html", {"pools": [pool_summary(state) for state in pool_states()],
-                                                   "names": display_names(), "page": {"seq": seq}})
+                                                   "page": {"seq": seq}})
 
 
 @login_required
@@ -39,7 +39,7 @@ def queue(request: HttpRequest, pool: str) -> HttpResponse:
     running = rows(pool_running(pool)[:PAGE_ROWS], audience, username)
     pending = rows(pool_queue(pool)[:PAGE_ROWS], audience, username)
     return render(request, "console/queue.html", {
-        "pool": pool_summary(state), "names": display_names(),
+        "pool": pool_summary(state),
         "tables": [("running", f"Running on {pool}", running, state.running),
                    ("pending", f"Pending for {pool}", pending, state.pending)],
         "page": {"seq": seq, "pool": pool, "me": username, "admin": audience.is_admin, "page_rows": PAGE_ROWS,
@@ -72,8 +72,7 @@ def queue_rows(request: HttpRequest, pool: str, table: str) -> HttpResponse:
     requests = TABLES[table](pool)
     audience, username = audience_of(request.user), request.user.get_username()
     return render(request, "console/partials/queue_rows.html", {
-        "rows": rows(requests[:limit], audience, username), "count": requests.count(), "table": table,
-        "names": display_names()})
+        "rows": rows(requests[:limit], audience, username), "count": requests.count(), "table": table})
 
 
 @login_required

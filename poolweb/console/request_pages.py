@@ -22,7 +22,7 @@ from poolweb.selectors.requests import (
     FilterError, FiltersInvalid, RequestFilters, audience_of, parse_filters, request_get, request_history,
     request_list,
 )
-from poolweb.selectors.versions import display_names, live_config
+from poolweb.selectors.versions import live_config
 from poolweb.selectors.waiting import why_waits
 from poolweb.services.payloads import request_data, request_warnings
 from reconcile import LIVE_STATES, UNFINISHED_STATES, State
@@ -122,7 +122,7 @@ def request_page(request: HttpRequest, request_id: int) -> HttpResponse:
     history = request_history(user=request.user, request_id=request_id) or []
     return render(request, "console/request.html", {
         "row": row, "lease": lease_of(row), "history": history, "labels": sorted(row.labels.items()), **ACTIONS,
-        "why": _why(request, row), "names": display_names(),
+        "why": _why(request, row),
         "warnings": request_warnings(row.state, row.preemptible, row.max_retries),
         "page": {"seq": seq, "request": request_data(row), "changes": len(history)},
     })

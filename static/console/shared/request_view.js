@@ -13,10 +13,14 @@ function text(value, empty = "—") {
   return document.createTextNode(String(value));
 }
 
+// Pool name → what people read (decision 121), as base.html renders it for every page.
+const POOL_NAMES = JSON.parse(document.getElementById("pool-names")?.textContent ?? "{}");
+const poolName = (name) => POOL_NAMES[name] ?? name;
+
 function where(request) {
-  if (request.pool) return text(request.pool);
+  if (request.pool) return text(poolName(request.pool));
   if (request.state === "pending" && request.queue_pool) {
-    return Object.assign(document.createElement("span"), { className: "muted", textContent: `queued for ${request.queue_pool}` });
+    return Object.assign(document.createElement("span"), { className: "muted", textContent: `queued for ${poolName(request.queue_pool)}` });
   }
   return text(null);
 }

@@ -184,6 +184,9 @@ def test_pages_show_display_names_where_people_read_them(alice, bob):
     rows = signed_in(bob).get("/queues/h100/rows/pending/?limit=5").content.decode()
     assert '<td data-cell="profile">Half a GPU</td>' in rows
     assert "policy Product team · profile Half a GPU" in signed_in(bob).get(f"/requests/{request.pk}/").content.decode()
+    listed = signed_in(bob).get("/requests/").content.decode()
+    assert "<td>Product team</td>" in listed and "<td>Half a GPU</td>" in listed
+    assert '"h100": "H100 Half a Superpod"' in listed  # for the scripts that write a request's pool
     assert '<h3 class="card-title">H100 Half a Superpod <span class="card-name">h100</span></h3>' in (
         signed_in(bob).get("/").content.decode())
 

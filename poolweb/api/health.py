@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from poolweb.selectors.health import Health, health
-from poolweb.services.payloads import moment
+from poolweb.services.payloads import api_time
 
 
 class ViolationSchema(serializers.Serializer):
@@ -50,9 +50,9 @@ def health_data(report: Health, now, ok: bool) -> dict:
         "ok": ok,
         "database": {"ok": report.database, "vendor": report.vendor},
         "last_pass": None if last is None else {
-            "at": moment(last.started_at), "duration_ms": last.duration_ms, "conflicts": last.conflicts,
+            "at": api_time(last.started_at), "duration_ms": last.duration_ms, "conflicts": last.conflicts,
             "trigger": last.trigger, "grants": last.grants, "preemptions": last.preemptions},
-        "worker": {"ok": report.worker_ok(now), "passes": report.passes, "last_seen_at": moment(report.worker_seen_at)},
+        "worker": {"ok": report.worker_ok(now), "passes": report.passes, "last_seen_at": api_time(report.worker_seen_at)},
         "invariants": None if state is None else {
             "ok": state.ok, "checked": list(state.checked), "live": state.live, "pending": state.pending,
             "violations": [{"invariant": v.invariant, "message": v.message} for v in state.violations]},

@@ -9,7 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from poolweb.models import Request as RequestRow
-from poolweb.services.payloads import (grace_end, moment, policy_state_data, pool_state_data, quantities, quantity,
+from poolweb.services.payloads import (api_time, grace_end, policy_state_data, pool_state_data, quantities, quantity,
                                        request_data, request_warnings)
 from reconcile import State
 
@@ -29,7 +29,7 @@ class GraceEndField(serializers.Field):
         super().__init__(source="*", read_only=True, **kwargs)
 
     def to_representation(self, row: RequestRow) -> str | None:
-        return moment(grace_end(row))
+        return api_time(grace_end(row))
 
 
 class RequestWarningSerializer(serializers.Serializer):

@@ -19,7 +19,7 @@ from poolweb.api.errors import DetailSchema, ErrorsSchema, echo
 from poolweb.api.fields import StrictBody, StrictCharField
 from poolweb.models import ApiToken
 from poolweb.services import tokens as services
-from poolweb.services.payloads import moment
+from poolweb.services.payloads import api_time
 from poolweb.services.validation import storable
 
 TAG = "tokens"
@@ -54,8 +54,8 @@ class TokenCapReached(exceptions.APIException):
 
 
 def token_data(row: ApiToken) -> dict:
-    return {"id": row.pk, "name": row.name, "created_at": moment(row.created_at),
-            "last_used_at": moment(row.last_used_at)}
+    return {"id": row.pk, "name": row.name, "created_at": api_time(row.created_at),
+            "last_used_at": api_time(row.last_used_at)}
 
 
 class TokenCollectionView(GenericAPIView):

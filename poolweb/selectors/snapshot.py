@@ -53,12 +53,12 @@ def to_engine(row: Sequence, vectors: dict[str, Vector] | None = None) -> Reques
         vector = vectors.get(resources)
         if vector is None:
             vector = vectors[resources] = Vector(sql.decoded(resources))
-    moment = sql.moment
+    stored_time = sql.stored_time
     return Request(
-        id=request_id, policy=policy, profile=profile, resources=vector, submitted_at=moment(submitted_at),
+        id=request_id, policy=policy, profile=profile, resources=vector, submitted_at=stored_time(submitted_at),
         state=_STATES[state], preemptible=bool(preemptible), max_retries=max_retries, attempt=attempt, pool=pool,
-        allocated_at=moment(allocated_at), lease_seconds=lease_seconds, lease_expires_at=moment(lease_expires_at),
-        preempted_by=preempted_by, preempted_at=moment(preempted_at), reason=_REASONS[reason], held_pool=held_pool)
+        allocated_at=stored_time(allocated_at), lease_seconds=lease_seconds, lease_expires_at=stored_time(lease_expires_at),
+        preempted_by=preempted_by, preempted_at=stored_time(preempted_at), reason=_REASONS[reason], held_pool=held_pool)
 
 
 # By stored value: a dict lookup, where ``State(value)`` is a Python call into enum (24,000 a pass).

@@ -29,7 +29,7 @@ from poolweb.selectors.drafts import live_number
 from poolweb.selectors.versions import ConfigNotFound, draft_get, live_version, version_get
 from poolweb.services import events
 from poolweb.services.draft_base import base_version_errors, refuse_stale
-from poolweb.services.payloads import json_ready, moment
+from poolweb.services.payloads import api_time, json_ready
 from poolweb.services.site import site_locked
 from poolweb.services.triggers import reconcile_soon
 from poolweb.services.validation import (
@@ -153,7 +153,7 @@ def management_set(*, enabled: bool, user) -> bool:
         state.save(update_fields=["management_enabled", "management_changed_by", "management_changed_at"])
         if changed:
             events.publish(events.MANAGEMENT_CHANGED, {"enabled": enabled, "by": getattr(user, "username", None),
-                                                       "at": moment(state.management_changed_at)})
+                                                       "at": api_time(state.management_changed_at)})
     logger.info("management %s by %s", "enabled" if enabled else "disabled", getattr(user, "username", None))
     _reconcile_after_change()
     return enabled
@@ -197,7 +197,7 @@ def _publish(state: SiteState, config: Config, normalised: dict, summary: str, *
         raise DraftChanged()  # a save after our read: publishing what it replaced would lose it
     events.publish(events.CONFIG_PROVISIONED, {
         "version": number, "author": version.author_label, "comment": comment,
-        "created_at": moment(version.created_at)})
+        "created_at": api_time(version.created_at)})
     return version
 
 

@@ -57,10 +57,10 @@ def request_dicts(request_ids: Iterable[int], read: tuple[Sequence[str], Mapping
     # Decoded once per distinct text and shared (they are only read): most rows have their
     # profile's resources and no labels, and decoding each was a tenth of a cold pass.
     documents: dict[object, object] = {}
-    moment = sql.moment
+    stored_time = sql.stored_time
     for row in rows:
         for name in _MOMENTS:
-            row[name] = moment(row[name])
+            row[name] = stored_time(row[name])
         for name in ("resources", "labels"):
             text = row[name]
             if isinstance(text, str):

@@ -66,7 +66,7 @@ def _quantities(milli: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int | fl
     return tuple((key, json_number(format_quantity(amount))) for key, amount in sorted(milli) if amount)
 
 
-def moment(value: datetime | None) -> str | None:
+def api_time(value: datetime | None) -> str | None:
     """As DRF writes a datetime with TIME_ZONE UTC: ISO 8601, ``Z`` for +00:00."""
     if value is None:
         return None
@@ -83,11 +83,11 @@ def request_data(row: Any) -> dict:
         "state": row.state, "reason": row.reason, "message": row.message, "pool": row.pool,
         "position": row.position if row.state == State.PENDING.value else None,
         "preempted_by": row.preempted_by, "labels": {key: str(value) for key, value in row.labels.items()},
-        "submitted_at": moment(row.submitted_at), "allocated_at": moment(row.allocated_at),
-        "finished_at": moment(row.finished_at), "lease_expires_at": moment(row.lease_expires_at),
+        "submitted_at": api_time(row.submitted_at), "allocated_at": api_time(row.allocated_at),
+        "finished_at": api_time(row.finished_at), "lease_expires_at": api_time(row.lease_expires_at),
         "lease_seconds": row.lease_seconds, "queue_pool": row.queue_pool,
         "held_pool": row.held_pool,
-        "grace_ends_at": moment(grace_end(row)),
+        "grace_ends_at": api_time(grace_end(row)),
         "warnings": request_warnings(row.state, row.preemptible, row.max_retries),
         "submitted_by": row.submitted_by,
     }
@@ -127,7 +127,7 @@ def request_data_for(row: Any, audience: Audience) -> dict:
 
 def change_data(change: Any) -> dict:
     """One entry of a request's history."""
-    return {"at": moment(change.at), "state": change.state, "reason": change.reason, "message": change.message,
+    return {"at": api_time(change.at), "state": change.state, "reason": change.reason, "message": change.message,
             "attempt": change.attempt, "pool": change.pool}
 
 

@@ -89,7 +89,7 @@ def write_rows(rows: PlannedRows) -> dict[int, datetime | None]:
     ``PlanVoid`` when a lease the plan expires was renewed. Returns each locked row's lease as it
     is now: a heartbeat may have renewed one the pass announces."""
     ids = sorted(rows.columns)
-    current = {request_id: (state, sql.moment(lease)) for request_id, state, lease in
+    current = {request_id: (state, sql.stored_time(lease)) for request_id, state, lease in
                sql.select_requests(("id", "state", "lease_expires_at"), "id", ids, lock=True)}
     for request_id in ids:
         state, lease = current.get(request_id, (None, None))

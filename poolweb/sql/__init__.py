@@ -6,7 +6,7 @@ millisecond a row (Django's value converters on read, ``bulk_update``'s CASE per
 on write, model instances and ``bulk_create`` for events); here it costs what the driver costs:
 
 - ``select_requests``: plain ``SELECT`` of named columns, timestamps as text (parsed in C by
-  ``moment``: Django's timestamptz loader and SQLite's converter are Python), the values on
+  ``stored_time``: Django's timestamptz loader and SQLite's converter are Python), the values on
   PostgreSQL as one array (``= ANY``);
 - ``update_requests``: one ``UPDATE`` per set of changed columns, by ``executemany`` on SQLite (in
   process, a row costs nothing more) and as one ``UPDATE … FROM unnest(arrays)`` on PostgreSQL;
@@ -49,7 +49,7 @@ PASS_LOCK = 0x706F_6F6C_0003  # and passes, provisions and the switch (pass_lock
 def select_requests(fields: Sequence[str], column: str, values: Sequence, *, lock: bool = False) -> list[tuple]:
     """``fields`` of the requests whose ``column`` is one of ``values``, in id order; with ``lock``
     the rows are locked to the end of the transaction (PostgreSQL: SQLite's IMMEDIATE transaction
-    holds the whole database already). The values come as the driver gives them: see ``moment``
+    holds the whole database already). The values come as the driver gives them: see ``stored_time``
     and ``decoded``."""
     meta, quote = RequestRow._meta, connection.ops.quote_name
     columns = ", ".join(_selected(meta.get_field(name), quote) for name in fields)
@@ -94,7 +94,7 @@ def _as_stored(field, name: str) -> str:
 
 
 def _selected(field, quote) -> str:
-    """A column as selected: a timestamp as text, for ``moment`` to parse in C (SQLite's converter
+    """A column as selected: a timestamp as text, for ``stored_time`` to parse in C (SQLite's converter
     for Django's ``datetime`` columns is a Python function per value, PostgreSQL's loader too)."""
     if field.get_internal_type() != "DateTimeField":
         return quote(field.column)
@@ -103,7 +103,7 @@ def _selected(field, quote) -> str:
     return f"{quote(field.column)} || '+00:00'"  # stored as naive UTC text; a computed column has no converter
 
 
-def moment(value: datetime | str | None) -> datetime | None:
+def stored_time(value: datetime | str | None) -> datetime | None:
     """A timestamp read by ``select_requests``: as text (PostgreSQL's ``2026-11-29 13:45:00.5+00``,
     SQLite's stored UTC text with ``+00:00``), or a datetime Django's converter made (naive: UTC)."""
     if value is None:

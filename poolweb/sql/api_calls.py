@@ -23,7 +23,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.db import connection, transaction
 
 from poolweb.models import ApiToken, ConfigVersion, Event, Request as RequestRow, RequestChange, SiteState
-from poolweb.sql import OUTBOX_LOCK, decoded, moment
+from poolweb.sql import OUTBOX_LOCK, decoded, stored_time
 
 # The user's columns an API call reads; the others (the password's hash) are left deferred.
 USER_COLUMNS = ("id", "username", "first_name", "last_name", "email", "is_staff", "is_active", "is_superuser")
@@ -41,7 +41,7 @@ class Bearer(NamedTuple):
 def bearer(digest: str) -> Bearer | None:
     """The token of this digest and its user, or None."""
     found = _first(User.objects.raw(_bearer_query(), [digest]))
-    return None if found is None else Bearer(found.token_id, moment(found.token_last_used_at), found)
+    return None if found is None else Bearer(found.token_id, stored_time(found.token_last_used_at), found)
 
 
 def site_row() -> SiteState | None:

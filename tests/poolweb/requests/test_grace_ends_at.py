@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 
 
-def moment(text: str) -> datetime:
+def parsed_time(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
@@ -36,7 +36,7 @@ def test_a_preempting_request_says_when_its_grace_ends(preempted):
     low, high = preempted
     assert low["state"] == "preempting" and low["preempted_by"] == high["id"]
     stored = Request.objects.get(pk=low["id"]).preempted_at
-    assert moment(low["grace_ends_at"]) == stored + timedelta(seconds=45)
+    assert parsed_time(low["grace_ends_at"]) == stored + timedelta(seconds=45)
 
 
 def test_the_grace_end_is_null_unless_preempting(preempted, bob):
@@ -58,7 +58,7 @@ def test_the_grace_end_follows_the_setting_read_now(preempted, bob, settings):
     low, _ = preempted
     settings.POOLWEB = {**settings.POOLWEB, "EVICTION_GRACE_SECONDS": 10}
     again = client_for(bob).get(f"/api/v1/requests/{low['id']}").json()
-    assert moment(again["grace_ends_at"]) == moment(low["grace_ends_at"]) - timedelta(seconds=35)
+    assert parsed_time(again["grace_ends_at"]) == parsed_time(low["grace_ends_at"]) - timedelta(seconds=35)
 
 
 def test_others_see_the_grace_end_of_a_request_they_cannot_read_in_full(preempted, carol):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from poolweb.selectors.live import PoolState
 from reconcile import Config, Profile
@@ -139,6 +140,16 @@ class Board:
     @property
     def empty(self) -> bool:
         return not (self.pools or self.profiles or self.policies)
+
+    @cached_property
+    def profile_labels(self) -> dict[str, str]:
+        """Profile name → display name, for the execution orders that list them (decision 121)."""
+        return {card.name: card.display_name for card in self.profiles if card.display_name}
+
+    @cached_property
+    def policy_labels(self) -> dict[str, str]:
+        """Policy name → display name, for the policy ranks that list them."""
+        return {card.name: card.display_name for card in self.policies if card.display_name}
 
     @property
     def errors(self) -> int:

@@ -101,10 +101,11 @@ _DISCONNECT = ('<button type="button" class="icon-button small danger" data-acti
 
 
 @register.simple_tag
-def order_items(entries: Sequence[str | Link], editing: bool, owner: int | None = None) -> SafeString:
-    """The ``<li>`` of an ordered list of a card: an execution order or a policy rank (names), or a
-    profile's pools (``Link``: its name shown, and in the editor a Disconnect button). In the
-    editor each item is draggable, with Move up and Move down.
+def order_items(entries: Sequence[str | Link], editing: bool, owner: int | None = None,
+                labels: Mapping[str, str] | None = None) -> SafeString:
+    """The ``<li>`` of an ordered list of a card: an execution order or a policy rank (names, shown
+    by their ``labels``), or a profile's pools (``Link``: its name shown, and in the editor a
+    Disconnect button). In the editor each item is draggable, with Move up and Move down.
 
     Written here, not in a partial: at the limits of docs/api.md §1 the configuration page has
     9,000 items and the editor's board as many, and the template engine spent 20-30 µs on each
@@ -112,7 +113,10 @@ def order_items(entries: Sequence[str | Link], editing: bool, owner: int | None 
     """
     shown = []
     for place, entry in enumerate(entries, 1):
-        item, name = (escape(entry.pool), escape(entry.name)) if isinstance(entry, Link) else (escape(entry),) * 2
+        if isinstance(entry, Link):
+            item, name = escape(entry.pool), escape(entry.name)
+        else:  # a profile or a policy, shown by its display name with its name beside it
+            item, name = escape(entry), escape((labels or {}).get(entry, entry))
         text = name if name == item else f'{name} <span class="muted">{item}</span>'
         actions = ""
         if editing:

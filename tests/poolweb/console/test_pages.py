@@ -187,8 +187,9 @@ def test_pages_show_display_names_where_people_read_them(alice, bob):
     listed = signed_in(bob).get("/requests/").content.decode()
     assert "<td>Product team</td>" in listed and "<td>Half a GPU</td>" in listed
     assert '"h100": "H100 Half a Superpod"' in listed  # for the scripts that write a request's pool
-    assert '<h3 class="card-title">H100 Half a Superpod <span class="card-name">h100</span></h3>' in (
-        signed_in(bob).get("/").content.decode())
+    configuration = signed_in(bob).get("/").content.decode()
+    assert '<h3 class="card-title">H100 Half a Superpod <span class="card-name">h100</span></h3>' in configuration
+    assert 'Product team <span class="muted">dev</span>' in configuration  # in the profiles' policy ranks
 
 
 @pytest.mark.parametrize("path,status", [("/queues/h100/rows/pending/?limit=0", 400),

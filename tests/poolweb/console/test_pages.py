@@ -190,6 +190,8 @@ def test_pages_show_display_names_where_people_read_them(alice, bob):
     configuration = signed_in(bob).get("/").content.decode()
     assert '<h3 class="card-title">H100 Half a Superpod <span class="card-name">h100</span></h3>' in configuration
     assert 'Product team <span class="muted">dev</span>' in configuration  # in the profiles' policy ranks
+    policies = signed_in(bob).get("/policies/").content.decode()
+    assert '<h2 class="card-title">Product team <span class="card-name">dev</span></h2>' in policies
 
 
 @pytest.mark.parametrize("path,status", [("/queues/h100/rows/pending/?limit=0", 400),

@@ -161,7 +161,7 @@ def pass_part() -> dict[str, float]:
     from poolweb.services.reconciler import reconcile_pass
     from poolweb.selectors.snapshot import load_pass_input
     from reconcile import plan
-    from reconcile.document import to_document
+    from reconcile.document_writer import to_document
 
     user = setup_database()
     scenario = make_snapshot(A)

@@ -1,8 +1,9 @@
 """The configuration document (docs/api.md §1): JSON in, a validated ``Config`` out, and back.
 
 ``parse_document`` never raises: whatever JSON value it gets, it returns every error it finds,
-each with its path, and a ``Config`` only when there are none. ``to_document`` writes a
-configuration back with every default spelled out, so the two round-trip.
+each with its path, and a ``Config`` only when there are none. ``to_document``
+(``reconcile.document_writer``) writes a configuration back with every default spelled out, so
+the two round-trip.
 
 >>> doc = {
 ...     "pools": [{"name": "h100", "capacity": {"gpu": 8}}],
@@ -13,6 +14,7 @@ configuration back with every default spelled out, so the two round-trip.
 >>> parsed = parse_document(doc)
 >>> parsed.errors, parsed.config.pools[0].execution_order
 ((), ('4xgpu',))
+>>> from reconcile.document_writer import to_document
 >>> to_document(parsed.config)["profiles"][0]["connections"]
 [{'pool': 'h100', 'name': 'h100'}]
 >>> def report(parsed):
@@ -60,10 +62,11 @@ from typing import Any
 
 from .document_checks import Issue, Reading, brief, check_references, check_semantics, check_totals
 from .document_checks import check_warnings, json_type, show
+from .document_writer import full_orders
 from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota, scope_text
-from .quantity import KEY_PATTERN, QuantityError, Vector, format_quantity, parse_quantity, quantity_text
+from .quantity import KEY_PATTERN, QuantityError, Vector, parse_quantity, quantity_text
 
-__all__ = ["Issue", "Parsed", "child", "parse_document", "read_document", "to_document"]
+__all__ = ["Issue", "Parsed", "child", "parse_document", "read_document"]
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # matched whole (fullmatch)
 _PLAIN_FIELD = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # a field name shown in a path (``child``)
@@ -121,56 +124,8 @@ def read_document(doc: object) -> Config | None:
     return None if reading.errors else _resolve_execution_orders(skeleton)
 
 
-def to_document(config: Config, version: int | None = None) -> dict[str, Any]:
-    """The JSON-ready document, every default explicit but an empty ``group`` (written by leaving it
-    out); quantities are ``int`` or ``Decimal``.
-
-    ``execution_order`` is written in full: the listed profiles, then the other connected ones.
-    """
-    orders = _full_orders(config)
-    doc: dict[str, Any] = {} if version is None else {"version": version}
-    doc["pools"] = [{"name": p.name, **_display(p), "description": p.description, "capacity": p.capacity.to_json(),
-                     "execution_order": orders.get(p.name, [])} for p in config.pools]
-    doc["profiles"] = [_profile_document(p) for p in config.profiles]
-    doc["policies"] = [_policy_document(p) for p in config.policies]
-    return doc
-
-
-def _display(entry: Pool | Profile | Policy) -> dict[str, str]:
-    """A display name is written only when there is one: a document without stays as it was."""
-    return {"display_name": entry.display_name} if entry.display_name else {}
-
-
-def _policy_document(policy: Policy) -> dict[str, Any]:
-    # An absent group is "" and a given one must not be empty, so "" is written by leaving it out.
-    group = {"group": policy.group} if policy.group else {}
-    return {"name": policy.name, **_display(policy), "description": policy.description, **group, "priority": policy.priority,
-            "quotas": [_quota_document(row) for row in policy.quotas]}
-
-
-def _profile_document(profile: Profile) -> dict[str, Any]:
-    names = profile.connection_names
-    connections = [{"pool": pool, "name": names[j] if j < len(names) and names[j] else pool}
-                   for j, pool in enumerate(profile.pools)]
-    return {"name": profile.name, **_display(profile), "description": profile.description,
-            "resources": profile.resources.to_json(),
-            "dynamic": profile.dynamic, "connections": connections, "policies": list(profile.policies)}
-
-
-def _quota_document(row: Quota) -> dict[str, Any]:
-    amounts = (("reserved", row.reserved), ("limit", row.limit))
-    return {"scope": row.scope, "key": row.key, **{f: format_quantity(a) for f, a in amounts if a is not None}}
-
-
-def _full_orders(config: Config) -> dict[str, list[str]]:
-    orders: dict[str, list[str]] = {}
-    for (pool, profile), _ in sorted(config.execution_index.items(), key=lambda item: item[1]):
-        orders.setdefault(pool, []).append(profile)
-    return orders
-
-
 def _resolve_execution_orders(config: Config) -> Config:
-    orders = _full_orders(config)
+    orders = full_orders(config)
     pools = tuple(replace(p, execution_order=tuple(orders.get(p.name, ()))) for p in config.pools)
     return replace(config, pools=pools)
 

@@ -38,7 +38,8 @@ from poolweb.services.validation import (
 )
 from reconcile import Config
 from reconcile.diff import diff, summarize
-from reconcile.document import Issue, to_document
+from reconcile.document import Issue
+from reconcile.document_writer import to_document
 
 logger = logging.getLogger(__name__)
 

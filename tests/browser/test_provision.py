@@ -13,7 +13,8 @@ from poolweb.services.demo import DEMO_GROUPS, demo_document
 from poolweb.models import ConfigVersion, Request
 from poolweb.selectors.versions import config_live_document
 from poolweb.services.config import config_provision_document
-from reconcile.document import parse_document, to_document
+from reconcile.document import parse_document
+from reconcile.document_writer import to_document
 from tests.browser.conftest import expect_items, screenshot
 from tests.browser.steps import (
     add_policy, add_pool, add_profile, button, card, connect, dialog, move, open_editor, say, submit,

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconcile import Config, Policy, Pool, Profile, Quota, Vector
-from reconcile.document import parse_document, read_document, to_document
+from reconcile.document import parse_document, read_document
+from reconcile.document_writer import to_document
 
 ERROR_CODES = {
     "required", "invalid_type", "unknown_field", "too_many", "too_long", "invalid_name", "duplicate_name",

@@ -1,5 +1,5 @@
 """JSON from outside — an API body, the console editor's fragments, ``manage.py config import`` —
-read within bounds, so that no input turns into a 500 or a traceback (issue 17 item 13).
+read within bounds, so that no input turns into a 500 or a traceback (decision 92).
 
 Python's reader fails in two ways that are no syntax error: nesting deeper than the interpreter's
 recursion limit (``RecursionError``) and an integer of more than 4,300 digits (``ValueError``

@@ -86,7 +86,7 @@ class Request(Result):
     queue_pool: str | None = None
     held_pool: str | None = None  # pending only: where capacity is held for it
     grace_ends_at: datetime | None = None  # preempting only: when the server evicts it
-    warnings: tuple[RequestWarning, ...] = ()  # a server before issue 20 sends none
+    warnings: tuple[RequestWarning, ...] = ()  # an older server sends none
     submitted_by: str | None = None  # who submitted it for its owner (decision 131); None: the owner
 
     MOMENTS = ("submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at")

@@ -67,7 +67,7 @@ def test_provision_with_a_comment_shows_under_versions(visit, demo):
     form.get_by_role("button", name="Confirm provision").click()
 
     expect(page.locator(".notice.success")).to_have_text("Version 2 is provisioned and live.")
-    expect(page.locator(".notice.success")).to_be_focused()  # not the page's body (issue 20.8)
+    expect(page.locator(".notice.success")).to_be_focused()  # not the page's body
     expect(page.locator("#version-meta")).to_contain_text("Version 2")
     expect(card(page, "Pool h100").get_by_role("meter", name="gpu in use on h100")).to_have_attribute(
         "aria-valuetext", "0 of 16 gpu in use")

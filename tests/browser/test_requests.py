@@ -82,7 +82,7 @@ def test_the_page_of_an_allocated_request_says_how_release_and_cancel_differ(vis
     actions = page.locator(".page-actions")
 
     expect(actions).to_contain_text("Release when its job is done; Cancel to withdraw work that should not go on.")
-    # Preemptible with max_retries 0, the defaults: the page says what a preemption would do (issue 20.3).
+    # Preemptible with max_retries 0, the defaults: the page says what a preemption would do (decision 117).
     expect(page.locator("#notices")).to_contain_text("Warning: it is preemptible with max_retries 0")
     expect(actions.get_by_role("button", name="Release")).to_be_visible()
     expect(actions.get_by_role("button", name="Cancel")).to_be_visible()

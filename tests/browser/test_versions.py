@@ -76,7 +76,7 @@ def test_two_versions_are_compared_field_by_field(visit, two_versions):
 
 
 def expect_a_pill(mark) -> None:
-    """A mark is one small line with its word inside it (not a box styled as a section, issue 20.6)."""
+    """A mark is one small line with its word inside it (not a box styled as a section)."""
     expect(mark).to_be_visible()
     box = mark.bounding_box()
     assert box is not None and box["height"] <= 24, box

@@ -661,7 +661,7 @@ def test_a_policy_with_an_empty_group_round_trips_without_one():
     assert parse_document(_through_json(doc)).config == built
 
 
-# Display names (issue 20.5): what people read, beside the stable name.
+# Display names (decision 121): what people read, beside the stable name.
 
 def test_a_display_name_is_read_and_written_back_and_its_absence_means_the_name():
     doc = document({**pool("h100-half", gpu=4), "display_name": "H100 Half a Superpod"},

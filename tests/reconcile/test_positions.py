@@ -1,4 +1,4 @@
-"""Positions keep their promise (R-32, issue 20 item 2, decision 120): on random configurations, the
+"""Positions keep their promise (R-32, decision 120): on random configurations, the
 positions of a snapshot are the order in which the next pass serves its requests, whether
 management is on or off when they are given.
 
@@ -98,7 +98,7 @@ def test_once_nothing_more_fits_management_on_or_off_places_the_waiting_alike(se
     assert positions(after) == positions(replace(after, management_enabled=False))
 
 
-def test_a_preemptor_waits_where_its_capacity_is_held_not_at_its_preferred_pool():  # R-45, issue 20 item 1
+def test_a_preemptor_waits_where_its_capacity_is_held_not_at_its_preferred_pool():  # R-45, decision 119
     # p1 is full of work that cannot be preempted; request 3 preempted request 2 on p2, its later pool.
     cfg = config(pool("p1", gpu=2), pool("p2", gpu=2), policy("lo"), policy("hi", priority=10),
                  profile("wide", ("p1", "p2"), ("hi", "lo"), dynamic=True))

@@ -175,7 +175,7 @@ def test_reimporting_the_live_configuration_says_no_change_and_writes_nothing(pr
 
 
 def test_the_api_like_import_makes_no_version_of_a_draft_equal_to_the_live_configuration(alice, provisioned):
-    # Issue 20.8: it used to make a "no changes" version; now it says so and writes nothing.
+    # It used to make a "no changes" version; now it says so and writes nothing.
     client = client_for(alice)
     client.put("/api/v1/config/draft", provisioned.document, format="json")
 

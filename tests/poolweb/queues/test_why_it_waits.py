@@ -108,7 +108,7 @@ def test_an_unknown_pool_is_a_404_and_the_overview_lists_every_pool(queued, bob)
 
 
 def test_rows_leave_out_step_run_and_write_numbers_as_the_api():
-    # Milli-units in, the API's numbers out: one wording for every page and row (issue 18.2).
+    # Milli-units in, the API's numbers out: one wording for every page and row
     assert resources_text({"mcpu": 8_000_000, "gpu": 500, "step_run": 1000}) == "0.5 gpu · 8000 mcpu"
 
 

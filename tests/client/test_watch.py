@@ -1,4 +1,4 @@
-"""A position counts every pool's waiting requests in one order (the server.s
+"""A position counts every pool's waiting requests in one order (the server's
 decision 120), so a grant on any pool may move it: a waiting request is read again on a
 ``pool.updated`` of any pool, at most once a second. The server is a fake api and stream."""
 

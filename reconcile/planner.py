@@ -161,13 +161,15 @@ class _Pass:
     def _hold(self, group: QueueGroup, pool: str, victims: list[Request]) -> None:
         """R-45: until it is granted, capacity stays held for a preemptor — while it can use it. A
         void hold is released (its ``held_pool`` cleared), so it keeps nobody out."""
-        victims = [v for v in victims if v.pool == pool]
+        in_flight, victims = victims, [v for v in victims if v.pool == pool]
         void = self._void_hold(group, pool, victims)
         if void is None:
             self.victims_of[group.holder] = [v.id for v in victims]
             self.ledger.hold(group.holder, group.policy, pool, group.resources, group.preemptible,
                              sum_resources(victims))
             return
+        if in_flight:  # R-40: no new victims while these leave, even for a hold gone void
+            self.victims_of[group.holder] = [v.id for v in in_flight]
         holder = group.members[0]
         if holder.held_pool is not None:
             self.released_holds.append(_decision(holder, State.PENDING, WAITING_FOR_CAPACITY,

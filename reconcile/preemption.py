@@ -104,7 +104,8 @@ class Preemption:
             key, index, group = heapq.heappop(heap)
             members = group.members  # waiting from group.next on
             request = members[index]
-            if request.id not in self.ledger.holds and not self._find_victims(group, request):
+            waits_for_victims = request.id in self.ledger.holds or request.id in self.victims_of
+            if not waits_for_victims and not self._find_victims(group, request):
                 continue  # the rest of the group cannot find victims either
             if index + 1 < len(members):
                 after = members[index + 1]

@@ -321,6 +321,19 @@ def test_a_second_pass_keeps_the_reason_of_a_request_behind_a_preemptor():  # I-
     assert made == {"PreemptedByPriority": 1} and not reworded, reworded
 
 
+def test_a_preemptor_whose_hold_went_void_takes_no_new_victims_while_its_own_leave():  # I-7, R-40; found above
+    """Request 3 (cv, priority 5) preempts 2 on h100; h100 then shrinks below its need, so its hold
+    there is void. While 2 is still leaving, 3 must not preempt 1 on a100 as well."""
+    pools = tuple(Pool(name, Vector.of(gpu=2)) for name in ("h100", "a100"))
+    config = Config(pools, (Profile("job", Vector.of(gpu=2), pools=("h100", "a100"), policies=("cv", "ml")),
+                            Profile("half", Vector.of(gpu=1), pools=("h100",), policies=("ml", "cv")),
+                            Profile("slice", Vector.of(gpu=1), pools=("a100",), policies=("ml",))),
+                    (Policy("ml"), Policy("cv", priority=5)))
+    ml_slice, ml_job, cv_job = (("submit", queue, (), (True, 0, 300)) for queue in (4, 1, 5))  # queue: its index
+    actions = [ml_slice, ml_job, ("pass",), cv_job, ("pass",), ("capacity", 0, (1, 0)), ("pass",)]
+    _, made = _walk(config, actions, timedelta(seconds=10))
+    assert made == {"PreemptedByPriority": 1}
+
 def _run(config: Config, actions: list[tuple], grace: timedelta, on_pass) -> None:
     """Take every step, calling ``on_pass`` with the snapshot of each pass before it is planned
     (and the terms the world keeps for its configuration)."""

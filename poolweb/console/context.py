@@ -46,7 +46,8 @@ class Shell:
     @property
     def pool_names(self) -> dict[str, str]:
         """Pool name → what people read, for the scripts that write a request's pool
-        (static/console/shared/request_view.js)."""
+        (static/console/shared/request_view.js): rendered by the requests pages only, so the
+        other pages read no configuration for it."""
         return display_names().pools
 
 

@@ -13,7 +13,7 @@ function text(value, empty = "—") {
   return document.createTextNode(String(value));
 }
 
-// Pool name → what people read (decision 121), as base.html renders it for every page.
+// Pool name → what people read (decision 121), as the requests pages render it beside their data.
 const POOL_NAMES = JSON.parse(document.getElementById("pool-names")?.textContent ?? "{}");
 const poolName = (name) => POOL_NAMES[name] ?? name;
 

@@ -8,7 +8,7 @@ With ``[pools] bare-metal = "bare-metal"``, ``h100 = "h100"``, ``[accounts.ml] p
 
     Submission(job="12", owner="ann", idempotency_key="slurm:clearml:12",
                body={"policy": "research", "profile": "4xgpu", "preemptible": True, "max_retries": 3,
-                     "name": "train", "labels": {"slurm_cluster": "clearml", "slurm_job": "12", ...}})
+                     "lease_seconds": 600, "name": "train", "labels": {"slurm_cluster": "clearml", "slurm_job": "12", ...}})
 
 and the same job with ``-A web``, an account with no policy, to ``Refusal(job="12", reason=
 "account web has no Poolweb policy: ...add [accounts.web] policy = ... to <file>")``: every
@@ -88,6 +88,7 @@ def map_job(mapping: BridgeMapping, catalogue: Catalogue, job: Job) -> Submissio
         "policy": policy, "profile": profile.name,
         "preemptible": mapping.preemptible if rules.preemptible is None else rules.preemptible,
         "max_retries": mapping.retries if rules.retries is None else rules.retries,
+        "lease_seconds": mapping.bridge.lease_seconds,
         "name": printable(job.name, NAME_LENGTH) or f"slurm job {job.id}",
         "labels": {"slurm_cluster": mapping.cluster, "slurm_job": job.id, "slurm_user": job.user,
                    "slurm_account": job.account}}

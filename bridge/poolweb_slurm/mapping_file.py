@@ -16,6 +16,8 @@ naming the file, the line and the key::
     unlisted_accounts = "same-name"  # an account not below uses the policy of its name; "refuse"
     [accounts.ml]                  # per account: policy, profile, preemptible, retries
     policy = "research"
+    [bridge]                       # how the bridge process runs (BridgeSettings)
+    poll_seconds = 1
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ DEFAULT_PATH = Path("/etc/poolweb/slurm-bridge.toml")
 MATCH = "match"  # the profile setting that picks the fixed profile whose allotment fits the job
 PARTITION_CHOICES = ("job", "any")  # the job's partitions bound its pools; or any pool of its profile
 UNLISTED_ACCOUNTS = ("same-name", "refuse")
+# What a preempted job may be sent first: a name scancel --signal takes (KILL is the grace's end).
+SIGNALS = ("TERM", "INT", "HUP", "USR1", "USR2", "QUIT", "CONT", "URG", "ALRM")
 MAX_RETRIES = 10  # Poolweb's bound on max_retries (docs/api.md §3)
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")  # Slurm partitions and accounts; Poolweb pools
 HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]")  # [accounts."ml.team"]
@@ -57,6 +61,16 @@ class AccountRules:
 
 
 @dataclass(frozen=True)
+class BridgeSettings:
+    """The ``[bridge]`` table: how the bridge process runs."""
+    poll_seconds: float = 1.0  # between two looks at Slurm and Poolweb
+    lease_seconds: int = 600  # each request's lease: how long the bridge may be away before its jobs' grants end
+    preemption_signal: str = "TERM"  # sent to a preempted job's batch script and steps
+    grace_seconds: int | None = None  # from that signal to the requeue; None: until Poolweb's grace ends
+    comment_seconds: float = 10.0  # a waiting job's position is rewritten at most this often
+
+
+@dataclass(frozen=True)
 class BridgeMapping:
     source: str  # the file, as the fixes name it
     cluster: str
@@ -68,6 +82,7 @@ class BridgeMapping:
     partitions: str = "job"
     unlisted_accounts: str = "same-name"
     accounts: dict[str, AccountRules] = field(default_factory=dict)
+    bridge: BridgeSettings = field(default_factory=BridgeSettings)
 
     def partition_of(self, pool: str) -> str:
         """The partition a job granted on ``pool`` is pointed at (one per pool: checked on load)."""
@@ -90,7 +105,7 @@ def parse_mapping(text: str, source: str) -> BridgeMapping:
     except tomllib.TOMLDecodeError as bad:
         raise MappingError(source, "", None, f"not TOML: {bad}") from None
     reader = Reader(text, source)
-    reader.only(document, (), {"cluster", "pools", "jobs", "accounts"})
+    reader.only(document, (), {"cluster", "pools", "jobs", "accounts", "bridge"})
     jobs = reader.table(document, ("jobs",))
     reader.only(jobs, ("jobs",), {"profile", "dynamic_profile", "preemptible", "retries", "partitions",
                                   "unlisted_accounts"})
@@ -104,7 +119,8 @@ def parse_mapping(text: str, source: str) -> BridgeMapping:
         partitions=reader.choice(jobs, ("jobs", "partitions"), PARTITION_CHOICES),
         unlisted_accounts=reader.choice(jobs, ("jobs", "unlisted_accounts"), UNLISTED_ACCOUNTS),
         accounts={account: reader.account(rules, ("accounts", account))
-                  for account, rules in reader.table(document, ("accounts",)).items()})
+                  for account, rules in reader.table(document, ("accounts",)).items()},
+        bridge=reader.settings(reader.table(document, ("bridge",))))
 
 
 Key = tuple[str, ...]  # a setting's path: ("accounts", "ml", "retries")
@@ -184,6 +200,28 @@ class Reader:
         if value not in choices:
             raise self.fail(key, f"expected one of {', '.join(map(repr, choices))}, got {value!r}")
         return value
+
+    def number(self, table: MappingType[str, Any], key: Key, low: float, high: float, *, default: float | None,
+               whole: bool = False) -> Any:
+        value = table.get(key[-1], default)
+        kinds = int if whole else (int, float)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high):
+            kind = "a whole number" if whole else "a number"
+            raise self.fail(key, f"expected {kind} from {low:g} to {high:g}, got {value!r}")
+        return value
+
+    def settings(self, table: MappingType[str, Any]) -> BridgeSettings:
+        key: Key = ("bridge",)
+        self.only(table, key, {"poll_seconds", "lease_seconds", "preemption_signal", "grace_seconds",
+                               "comment_seconds"})
+        defaults = BridgeSettings()
+        return BridgeSettings(
+            poll_seconds=self.number(table, (*key, "poll_seconds"), 0.1, 60, default=defaults.poll_seconds),
+            lease_seconds=self.number(table, (*key, "lease_seconds"), 10, 86400, default=defaults.lease_seconds,
+                                      whole=True),
+            preemption_signal=self.choice(table, (*key, "preemption_signal"), SIGNALS),
+            grace_seconds=self.number(table, (*key, "grace_seconds"), 0, 86400, default=None, whole=True),
+            comment_seconds=self.number(table, (*key, "comment_seconds"), 0, 3600, default=defaults.comment_seconds))
 
     def pools(self, table: MappingType[str, Any]) -> dict[str, str]:
         pools: dict[str, str] = {}

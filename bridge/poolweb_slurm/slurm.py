@@ -30,6 +30,9 @@ COLUMNS = ("JobID", "ArrayJobID", "ArrayTaskID", "UserName", "Account", "Partiti
            "PriorityLong", "tres-per-job", "tres-per-node", "tres-per-task", "NumNodes", "NumTasks",
            "tres-alloc", "SubmitTime", "Name", "Comment")
 COMMENT_LENGTH = 200  # squeue shows it whole; a reason and a position fit in much less
+# A job in one of these states has ended; squeue -t all shows it for MinJobAge (300 s by default).
+ENDED_STATES = frozenset({"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
+                          "PREEMPTED", "REVOKED", "SPECIAL_EXIT", "TIMEOUT"})
 MEMORY_UNITS = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024**2, "P": 1024**3}
 
 
@@ -66,6 +69,15 @@ class Job:
     held: bool  # pending with priority 0: the gate's hold (JobHeldUser), requeuehold's, an operator's
 
     @property
+    def ended(self) -> bool:
+        return self.state in ENDED_STATES
+
+    @property
+    def running(self) -> bool:
+        """On nodes: started, or ending there."""
+        return self.state in {"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED"}
+
+    @property
     def partition(self) -> str:
         """The one partition of a job placed or granted (the first of a list otherwise)."""
         return self.partitions[0]
@@ -86,9 +98,10 @@ class Slurm:
     # --- reading --------------------------------------------------------------------------------
 
     def jobs(self) -> list[Job]:
-        """Every job of the gated partitions, one per array task, in one squeue call."""
+        """Every job of the gated partitions, one per array task, in one squeue call; the ended ones
+        too while Slurm keeps them (a preempted job that exited in its grace is requeued)."""
         marks = Marks.fresh()
-        output = self.run(["squeue", "-h", "-r", "-p", ",".join(self.partitions), "-O", marks.format()])
+        output = self.run(["squeue", "-h", "-r", "-t", "all", "-p", ",".join(self.partitions), "-O", marks.format()])
         records = output.split(marks.record + "\n")
         return [parse_job(record, marks) for record in records if record.strip()]
 
@@ -101,13 +114,14 @@ class Slurm:
             by_text.setdefault(printable(text), []).append(job)
         self.each(["scontrol", "update", f"jobid={','.join(jobs)}", f"comment={text}"] for text, jobs in by_text.items())
 
-    def grant(self, jobs: Sequence[str], *, partition: str) -> None:
-        """Points held jobs at ``partition`` and releases them: Slurm places them on its nodes.
-        A job that could not be moved is not released."""
+    def grant(self, jobs: Sequence[str], *, partition: str, comment: str = "") -> None:
+        """Points held jobs at ``partition`` (and writes ``comment``) and releases them: Slurm places
+        them on its nodes. A job that could not be moved is not released."""
         if not jobs:
             return
+        update = ["scontrol", "update", f"jobid={','.join(jobs)}", f"partition={partition}"]
         try:
-            self.run(["scontrol", "update", f"jobid={','.join(jobs)}", f"partition={partition}"])
+            self.run(update + ([f"comment={printable(comment)}"] if comment else []))
         except SlurmError as moved_not_all:
             # Release only the jobs surely moved: when Slurm named no job, none is released.
             if "*" not in moved_not_all.failures:
@@ -121,10 +135,17 @@ class Slurm:
         self.run(["scontrol", "release", ",".join(jobs)])
 
     def requeue_held(self, jobs: Sequence[str]) -> None:
-        """Running jobs back to the queue, held (priority 0) until the bridge grants them again."""
+        """Running or ended batch jobs back to the queue, held (priority 0) until the bridge grants
+        them again: Slurm stops a running one (SIGTERM, KillWait, SIGKILL) first."""
         if not jobs:
             return
         self.run(["scontrol", "requeuehold", ",".join(jobs)])
+
+    def hold(self, jobs: Sequence[str]) -> None:
+        """Pending jobs held (priority 0) again: released, but not started yet."""
+        if not jobs:
+            return
+        self.run(["scontrol", "hold", ",".join(jobs)])
 
     def signal(self, jobs: Sequence[str], signal: str) -> None:
         """``signal`` (``TERM``, ``USR1``, ...) to the batch script and every step: ``--full``, or a

@@ -59,7 +59,8 @@ def job(**changes: Any) -> Job:
 def submission(policy: str, profile: str, *, job_id: str = "12", account: str = "dev", preemptible: bool = True,
                retries: int = 3, **extra: Any) -> Submission:
     return Submission(job=job_id, owner="ann", idempotency_key=f"slurm:clearml:{job_id}", body={
-        "policy": policy, "profile": profile, "preemptible": preemptible, "max_retries": retries, "name": "train",
+        "policy": policy, "profile": profile, "preemptible": preemptible, "max_retries": retries, "lease_seconds": 600,
+        "name": "train",
         "labels": {"slurm_cluster": "clearml", "slurm_job": job_id, "slurm_user": "ann", "slurm_account": account},
         **extra})
 

@@ -1,0 +1,232 @@
+"""The bridge process (decision 133): every ``poll_seconds``, one ``squeue`` of the gated
+partitions and one list of the bridge's live requests, then ``plan`` (plan.py) and the plan
+carried out — on Slurm first, where a job is taken back or released, then on Poolweb, where a
+request is released only once its job's Slurm action went through::
+
+    bridge = Bridge(load_mapping(), Api(), Slurm(partitions=mapping.pools))
+    bridge.run(stop)                    # until stop is set; or bridge.poll() for one round
+
+It keeps nothing on disk: each poll rebuilds the picture from Slurm and Poolweb (a request names
+its job in the label ``slurm_job``; a registration retried after a restart finds the request its
+key named). A poll that cannot read either side does nothing and the next one comes after a
+backoff; an action that fails for some jobs leaves their requests as they are, for the next poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta, timezone
+
+from poolctl.api import Api
+from poolctl.errors import PoolctlError
+from poolctl.models import BatchResult, Request
+
+from poolweb_slurm.mapping import Catalogue, Submission, problems
+from poolweb_slurm.mapping_file import BridgeMapping
+from poolweb_slurm.plan import LIVE, Memory, Plan, comment, plan
+from poolweb_slurm.slurm import Job, Slurm, SlurmError
+
+log = logging.getLogger("poolweb_slurm")
+
+CATALOGUE_SECONDS = 5.0  # Poolweb's configuration is read again at most this often, and only to register jobs
+REFUSED_SECONDS = 60.0  # a registration Poolweb refused (unknown user, not in the team) is tried again after this
+BUSY_SECONDS = 10.0  # ... after 429 (the user's pending cap), sooner
+AGAIN_SECONDS = 0.25  # the next poll after one that acted: the pass it asked for has likely run
+LONGEST_WAIT = 30.0  # the backoff's cap while Slurm or Poolweb cannot be read
+LISTED_MOST = 1_000_000  # live requests the bridge reads a poll: all of them
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Bridge:
+    def __init__(self, mapping: BridgeMapping, api: Api, slurm: Slurm, *,
+                 clock: Callable[[], datetime] = utcnow) -> None:
+        self.mapping, self.api, self.slurm, self.clock = mapping, api, slurm, clock
+        self.account: str | None = None  # the bridge's Poolweb username: whose requests it follows
+        self.ended: dict[str, Request] = {}  # job → its request that Poolweb ended, as a registration answered
+        self.signalled: dict[tuple[str, int], datetime] = {}
+        self.commented: dict[str, datetime] = {}
+        self.refused: dict[str, datetime] = {}  # job → when to try registering it again
+        self.catalogue: Catalogue | None = None
+        self.catalogue_read: datetime | None = None
+        self.catalogue_version: object = None
+
+    # --- the loop -------------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Polls until ``stop`` is set. Slurm or Poolweb unreachable: logged, and polled again
+        after a backoff (doubling to 30 s); anything else is a bug and ends the process loudly,
+        for its supervisor (systemd's ``Restart=always``) to start it again."""
+        failures = 0
+        while not stop.is_set():
+            try:
+                acted = bool(self.poll())
+                failures = 0
+            except (SlurmError, PoolctlError) as unreadable:
+                failures += 1
+                acted = False
+                log.warning("poll failed, nothing done: %s", unreadable)
+            wait = AGAIN_SECONDS if acted else self.mapping.bridge.poll_seconds
+            stop.wait(min(wait * 2 ** failures, LONGEST_WAIT) if failures else wait)
+
+    def poll(self) -> Plan:
+        jobs = self.slurm.jobs()  # Slurm first: a request registered meanwhile is found by its key
+        requests = {**self.ended, **self.live_requests()}
+        now = self.clock()
+        catalogue = self.current_catalogue(now) if needs_registration(jobs, requests) else None
+        steps = plan(jobs, requests, mapping=self.mapping, catalogue=catalogue,
+                     memory=Memory(self.signalled, self.commented), now=now)
+        self.carry_out(steps, requests, now)
+        self.forget({job.id for job in jobs})
+        return steps
+
+    # --- reading Poolweb -----------------------------------------------------------------------
+
+    def live_requests(self) -> dict[str, Request]:
+        """The bridge's live requests by job: those it submitted (a request that only carries the
+        labels, submitted by someone else, is not a job's). The newest wins should two name a job."""
+        if self.account is None:
+            me = self.api.me()
+            self.account = me.username if me else None
+        listed = self.api.list(state=sorted(LIVE), labels={"slurm_cluster": self.mapping.cluster}, limit=LISTED_MOST)
+        by_job: dict[str, Request] = {}
+        for request in sorted(listed, key=lambda request: request.id):
+            job = request.labels.get("slurm_job")
+            if job and (request.submitted_by or request.owner) == self.account:
+                by_job[job] = request
+        return by_job
+
+    def current_catalogue(self, now: datetime) -> Catalogue:
+        fresh = self.catalogue_read and now - self.catalogue_read < timedelta(seconds=CATALOGUE_SECONDS)
+        if self.catalogue is None or not fresh:
+            document = self.api.config()
+            self.catalogue, self.catalogue_read = Catalogue.from_document(document), now
+            if document.get("version") != self.catalogue_version:
+                self.catalogue_version = document.get("version")
+                for problem in problems(self.mapping, self.catalogue):
+                    log.warning("the mapping names what Poolweb lacks: %s", problem)
+        return self.catalogue
+
+    # --- carrying a plan out --------------------------------------------------------------------
+
+    def carry_out(self, steps: Plan, requests: dict[str, Request], now: datetime) -> None:
+        """Slurm's part first, taking back before giving: a job is held again before another is
+        released. Then Poolweb's: a request is released only when its job's action succeeded."""
+        failed = self.on_slurm("held again (requeued)", self.slurm.requeue_held, steps.requeue)
+        failed |= self.on_slurm("held again", self.slurm.hold, steps.hold)
+        for reason, jobs in grouped(steps.cancel_jobs).items():
+            failed |= self.on_slurm(f"cancelled ({reason})", lambda jobs, why=reason: self.slurm.cancel(jobs, why), jobs)
+        signalled = {job: requests[job].attempt for job in steps.signals}
+        signal_failed = self.on_slurm(f"sent SIG{self.mapping.bridge.preemption_signal}",
+                                      lambda jobs: self.slurm.signal(jobs, self.mapping.bridge.preemption_signal),
+                                      signalled)
+        self.signalled.update({(job, attempt): now for job, attempt in signalled.items() if job not in signal_failed})
+        for partition, jobs in steps.grants.items():
+            pool = self.mapping.pools[partition]
+            self.on_slurm(f"granted on {partition}", lambda jobs, partition=partition, pool=pool: self.slurm.grant(
+                jobs, partition=partition, comment=comment(f"granted on pool {pool}")), jobs)
+        taken_back = {job: why for job, why in {**steps.requeue, **steps.hold}.items() if job not in failed}
+        self.write_comments({**steps.comments, **taken_back}, now)
+
+        self.on_poolweb("release", [request for job, request in steps.release if job not in failed])
+        self.on_poolweb("cancel", steps.cancel_requests)
+        self.on_poolweb("heartbeat", steps.heartbeats)
+        self.register(steps.register, now)
+
+    def on_slurm(self, done: str, action: Callable[[list[str]], None], jobs: Iterable[str]) -> set[str]:
+        """Runs one batched Slurm action; the jobs it failed for (all, when Slurm named none)."""
+        jobs = list(jobs)
+        if not jobs:
+            return set()
+        try:
+            action(jobs)
+        except SlurmError as failure:
+            failed = set(jobs) if "*" in failure.failures else set(failure.failures) & set(jobs)
+            log.warning("%s: failed for %s: %s", done, listing(failed), failure)
+            log.info("%s: %s", done, listing(set(jobs) - failed))
+            return failed
+        log.info("%s: %s", done, listing(jobs))
+        return set()
+
+    def write_comments(self, comments: dict[str, str], now: datetime) -> None:
+        if not comments:
+            return
+        try:
+            self.slurm.set_comments(comments)
+            failed: set[str] = set()
+        except SlurmError as failure:
+            failed = set(comments) if "*" in failure.failures else set(failure.failures)
+            log.warning("comments not written for %s: %s", listing(failed), failure)
+        self.commented.update({job: now for job in comments if job not in failed})
+
+    def on_poolweb(self, action: str, requests: Sequence[Request]) -> None:
+        """``POST /requests/actions``, in batches; a refused item is logged and left for the next
+        poll, which sees the request as it is then."""
+        if not requests:
+            return
+        results = self.api.act_many(action, requests)
+        refused = [(request, result) for request, result in zip(requests, results) if result.request is None]
+        for request, result in refused:
+            log.warning("%s of request %s (job %s): %s %s", action, request.id, request.labels.get("slurm_job"),
+                        result.status, result.detail or result.errors)
+        if action != "heartbeat" or len(refused) < len(requests):
+            log.info("%s: requests %s", action, listing(str(request.id) for request in requests))
+
+    def register(self, submissions: Sequence[Submission], now: datetime) -> None:
+        """Each new job as a request owned by its user, in batches of 500; the same key after a
+        restart names the same request. A request Poolweb ended (rejected at once, or ended while
+        the bridge was away) is remembered for the plan; a refusal goes into the job's comment."""
+        due = [submission for submission in submissions if self.refused.get(submission.job, now) <= now]
+        if not due:
+            return
+        results = self.api.submit_batch([{**submission.body, "owner": submission.owner,
+                                           "idempotency_key": submission.idempotency_key} for submission in due])
+        refusals: dict[str, str] = {}
+        for submission, result in zip(due, results):
+            if result.request is not None:
+                if result.request.state not in LIVE:
+                    self.ended[submission.job] = result.request
+            else:
+                refusals[submission.job] = comment(f"Poolweb refused to register it: {refusal_text(result)}")
+                wait = BUSY_SECONDS if result.status == 429 else REFUSED_SECONDS
+                self.refused[submission.job] = now + timedelta(seconds=wait)
+        log.info("registered: %s", listing(submission.job for submission in due if submission.job not in refusals))
+        if refusals:
+            log.warning("registration refused: %s", "; ".join(f"job {job}: {why}" for job, why in refusals.items()))
+            self.write_comments(refusals, now)
+
+    def forget(self, jobs: set[str]) -> None:
+        """What the bridge remembers of jobs Slurm no longer shows."""
+        for memory in (self.ended, self.commented, self.refused):
+            for job in [job for job in memory if job not in jobs]:
+                del memory[job]
+        for key in [key for key in self.signalled if key[0] not in jobs]:
+            del self.signalled[key]
+
+
+def needs_registration(jobs: Sequence[Job], requests: dict[str, Request]) -> bool:
+    return any(not job.ended and job.id not in requests for job in jobs)
+
+
+def grouped(reasons: dict[str, str]) -> dict[str, list[str]]:
+    """Jobs by reason: one Slurm call for each."""
+    groups: dict[str, list[str]] = {}
+    for job, reason in reasons.items():
+        groups.setdefault(reason, []).append(job)
+    return groups
+
+
+def refusal_text(result: BatchResult) -> str:
+    if result.errors:
+        return "; ".join(f"{issue.path}: {issue.message}" for issue in result.errors)
+    return result.detail or f"status {result.status}"
+
+
+def listing(jobs: Iterable[str], most: int = 20) -> str:
+    jobs = sorted(jobs, key=lambda job: (len(job), job))
+    shown = ", ".join(jobs[:most])
+    return f"{shown} and {len(jobs) - most} more" if len(jobs) > most else shown

@@ -1,0 +1,89 @@
+"""``poolweb-slurm``: the bridge's command (docs/slurm.md)::
+
+    poolweb-slurm run   [--mapping /etc/poolweb/slurm-bridge.toml]   # the bridge, until SIGTERM
+    poolweb-slurm check [--mapping ...]     # the file read, Poolweb reached, what the file names and Poolweb lacks
+    poolweb-slurm gate-script               # where the installed job_submit.lua is
+
+Poolweb's URL and the bridge account's token come from ``POOLWEB_URL`` and ``POOLWEB_TOKEN`` (the
+systemd unit's ``EnvironmentFile``); Slurm's commands find their cluster as usual (``SLURM_CONF``).
+Exit codes: 0 done, 1 a problem found by ``check``, 2 bad usage or an unusable mapping file,
+3 Poolweb or Slurm unreachable at start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from poolctl.api import Api
+from poolctl.errors import PoolctlError
+
+from poolweb_slurm import gate_script
+from poolweb_slurm.bridge import Bridge
+from poolweb_slurm.mapping import Catalogue, problems
+from poolweb_slurm.mapping_file import DEFAULT_PATH, BridgeMapping, MappingError, load_mapping
+from poolweb_slurm.slurm import Slurm, SlurmError
+
+USAGE, UNREACHABLE = 2, 3
+
+
+def main(arguments: list[str] | None = None) -> int:
+    options = parser().parse_args(arguments)
+    if options.command == "gate-script":
+        print(gate_script())
+        return 0
+    logging.basicConfig(level=options.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        mapping = load_mapping(options.mapping)
+    except MappingError as unusable:
+        print(f"poolweb-slurm: {unusable}", file=sys.stderr)
+        return USAGE
+    try:
+        api = Api()
+        return check(mapping, api) if options.command == "check" else run(mapping, api)
+    except (PoolctlError, SlurmError) as unreachable:
+        print(f"poolweb-slurm: {unreachable}", file=sys.stderr)
+        return UNREACHABLE
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="poolweb-slurm", description="Poolweb in front of Slurm (docs/slurm.md).")
+    commands = top.add_subparsers(dest="command", required=True)
+    for name, what in (("run", "run the bridge until SIGTERM or SIGINT"),
+                       ("check", "read the mapping file and Poolweb's configuration; list what does not match")):
+        command = commands.add_parser(name, help=what)
+        command.add_argument("--mapping", type=Path, default=DEFAULT_PATH, help=f"the mapping file ({DEFAULT_PATH})")
+        command.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    commands.add_parser("gate-script", help="print the path of the installed job_submit.lua")
+    return top
+
+
+def check(mapping: BridgeMapping, api: Api) -> int:
+    found = problems(mapping, Catalogue.from_document(api.config()))
+    for problem in found:
+        print(problem)
+    if not found:
+        print(f"{mapping.source}: {len(mapping.pools)} partition(s) mapped; Poolweb has every pool, policy and "
+              "profile it names")
+    return 1 if found else 0
+
+
+def run(mapping: BridgeMapping, api: Api) -> int:
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    slurm = Slurm(partitions=list(mapping.pools))
+    slurm.jobs()  # Slurm reachable before the first poll, or the start fails loudly
+    logging.getLogger("poolweb_slurm").info("bridge of cluster %s: partitions %s, Poolweb at %s", mapping.cluster,
+                                            ", ".join(mapping.pools), api.url)
+    Bridge(mapping, api, slurm).run(stop)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""What the bridge does in one poll (bridge/poolweb_slurm/plan.py, decision 133), cell by cell of
+plan.py's table: a Slurm job as squeue shows it and its request as Poolweb shows it, to the
+actions. Pure: no Slurm, no Poolweb."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from poolctl.models import Request
+
+from poolweb_slurm.mapping import Catalogue
+from poolweb_slurm.mapping_file import parse_mapping
+from poolweb_slurm.plan import Memory, Plan, plan
+from tests.slurm.test_mapping import LIVE, MAPPING, job
+
+NOW = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
+MAPPED = parse_mapping(MAPPING + "[bridge]\npoll_seconds = 1\ncomment_seconds = 10\n", "/etc/poolweb/slurm-bridge.toml")
+CATALOGUE = Catalogue.from_document(LIVE)
+
+HELD = job(held=True, state="PENDING", reason="JobHeldUser", gpus=4, cpus=8, memory_mib=0)
+RELEASED = dataclasses.replace(HELD, held=False, reason="Resources")
+RUNNING = dataclasses.replace(HELD, held=False, state="RUNNING", reason="None", partitions=("h100",))
+ENDED = dataclasses.replace(RUNNING, state="COMPLETED")
+
+
+def request(state: str, **changes: Any) -> Request:
+    values: dict[str, Any] = dict(id=41, state=state, policy="dev", profile="4xgpu", attempt=1, max_retries=3,
+                                  reason="Waiting", message="waiting for 4 gpu on bare-metal", lease_seconds=600,
+                                  labels={"slurm_cluster": "clearml", "slurm_job": "12"})
+    if state in {"allocated", "preempting"}:
+        values.update(pool="h100", reason="Granted", message="granted on pool h100", lease_expires_at=NOW +
+                      timedelta(seconds=590), allocated_at=NOW - timedelta(seconds=10))
+    if state == "preempting":
+        values.update(reason="Reclaimed", message="reclaimed for request 50", preempted_by=50,
+                      grace_ends_at=NOW + timedelta(seconds=20))
+    return Request(**{**values, **changes})
+
+
+def planned(slurm_job, poolweb_request=None, memory: Memory | None = None, now: datetime = NOW, **given) -> Plan:
+    requests = {slurm_job.id: poolweb_request} if poolweb_request else {}
+    return plan([slurm_job] if slurm_job else [], given.get("requests", requests), mapping=MAPPED,
+                catalogue=given.get("catalogue", CATALOGUE), memory=memory or Memory(), now=now)
+
+
+def only(steps: Plan, **expected: Any) -> None:
+    """The plan does what ``expected`` says and nothing else."""
+    assert {name: value for name, value in vars(steps).items() if value} == expected
+
+
+# --- a job without a request ---------------------------------------------------------------------
+
+def test_a_held_job_without_a_request_is_registered_for_its_user():
+    (submission,) = planned(HELD).register
+    assert (submission.owner, submission.idempotency_key, submission.body["profile"]) == \
+        ("ann", "slurm:clearml:12", "4xgpu")
+
+
+def test_a_held_job_that_maps_to_nothing_stays_held_with_the_fix_in_its_comment():
+    steps = planned(dataclasses.replace(HELD, account="web"))
+    only(steps, comments={"12": steps.comments["12"]})
+    assert steps.comments["12"].startswith("poolweb: account web has no Poolweb policy")
+
+
+def test_a_running_job_without_a_request_is_registered_to_find_or_make_it():
+    assert [submission.job for submission in planned(RUNNING).register] == ["12"]
+
+
+def test_a_running_job_that_maps_to_nothing_is_taken_back():
+    steps = planned(dataclasses.replace(RUNNING, account="web"))
+    assert list(steps.requeue) == ["12"] and "account web" in steps.requeue["12"]
+
+
+def test_without_poolweb_s_configuration_a_new_job_waits_for_the_next_poll():
+    only(planned(HELD, catalogue=None))
+
+
+def test_an_ended_job_without_a_request_is_left_alone():
+    only(planned(ENDED))
+
+
+# --- pending -------------------------------------------------------------------------------------
+
+def test_a_waiting_job_shows_poolweb_s_reason_and_place():
+    steps = planned(HELD, request("pending", position=3, queue_pool="bare-metal"))
+    only(steps, comments={"12": "poolweb: #3 in line for bare-metal: waiting for 4 gpu on bare-metal"})
+
+
+def test_a_comment_already_right_is_not_written_again():
+    held = dataclasses.replace(HELD, comment="poolweb: #3 in line for bare-metal: waiting for 4 gpu on bare-metal")
+    only(planned(held, request("pending", position=3, queue_pool="bare-metal")))
+
+
+def test_a_new_place_alone_is_written_at_most_every_comment_seconds():
+    held = dataclasses.replace(HELD, comment="poolweb: #3 in line for bare-metal: waiting for 4 gpu on bare-metal")
+    moved = request("pending", position=2, queue_pool="bare-metal")
+    recently = Memory(commented={"12": NOW - timedelta(seconds=5)})
+    only(planned(held, moved, recently))
+    long_ago = Memory(commented={"12": NOW - timedelta(seconds=10)})
+    assert planned(held, moved, long_ago).comments["12"].startswith("poolweb: #2 in line")
+
+
+def test_a_new_reason_is_written_at_once():
+    held = dataclasses.replace(HELD, comment="poolweb: #3 in line for bare-metal: waiting for 4 gpu on bare-metal")
+    steps = planned(held, request("pending", position=3, queue_pool="bare-metal", message="over dev's limit"),
+                    Memory(commented={"12": NOW}))
+    assert steps.comments == {"12": "poolweb: #3 in line for bare-metal: over dev's limit"}
+
+
+def test_a_running_job_whose_request_is_pending_again_is_requeued_held():
+    steps = planned(RUNNING, request("pending", attempt=2))
+    only(steps, requeue={"12": steps.requeue["12"]})
+
+
+def test_a_released_job_not_started_whose_request_is_pending_is_held_again():
+    assert list(planned(RELEASED, request("pending")).hold) == ["12"]
+
+
+def test_a_job_that_ended_while_its_request_waited_withdraws_the_request():
+    waiting = request("pending")
+    only(planned(ENDED, waiting), cancel_requests=[waiting])
+
+
+# --- allocated -----------------------------------------------------------------------------------
+
+def test_a_granted_held_job_is_pointed_at_the_granted_pool_s_partition_and_released():
+    only(planned(HELD, request("allocated")), grants={"h100": ["12"]})
+
+
+def test_a_running_job_is_heartbeaten_each_third_of_its_lease():
+    fresh = request("allocated")
+    only(planned(RUNNING, fresh))
+    due = request("allocated", lease_expires_at=NOW + timedelta(seconds=200))
+    only(planned(RUNNING, due), heartbeats=[due])
+
+
+def test_a_job_that_ended_releases_its_request():
+    granted = request("allocated")
+    only(planned(ENDED, granted), release=[(None, granted)])
+
+
+def test_a_request_whose_job_is_gone_from_squeue_is_released():
+    granted = request("allocated")
+    only(planned(None, requests={"12": granted}), release=[(None, granted)])
+
+
+# --- preempting ----------------------------------------------------------------------------------
+
+def test_a_preempted_job_is_signalled_once():
+    reclaimed = request("preempting")
+    only(planned(RUNNING, reclaimed), signals=["12"])
+    signalled = Memory(signalled={("12", 1): NOW})
+    only(planned(RUNNING, reclaimed, signalled))
+
+
+def test_at_the_end_of_poolweb_s_grace_less_a_poll_a_job_with_retries_left_is_requeued_held():
+    reclaimed = request("preempting", grace_ends_at=NOW + timedelta(seconds=1))
+    steps = planned(RUNNING, reclaimed, Memory(signalled={("12", 1): NOW - timedelta(seconds=29)}))
+    only(steps, requeue={"12": "poolweb: preempted by Poolweb (Reclaimed): held until Poolweb grants it again"},
+         release=[("12", reclaimed)])
+
+
+def test_grace_seconds_ends_the_grace_sooner():
+    mapping = parse_mapping(MAPPING + "[bridge]\ngrace_seconds = 5\n", "f")
+    reclaimed = request("preempting")
+    steps = plan([RUNNING], {"12": reclaimed}, mapping=mapping, catalogue=CATALOGUE,
+                 memory=Memory(signalled={("12", 1): NOW - timedelta(seconds=5)}), now=NOW)
+    assert list(steps.requeue) == ["12"]
+
+
+def test_a_preempted_job_without_retries_left_is_cancelled():
+    reclaimed = request("preempting", attempt=2, max_retries=1)
+    steps = planned(RUNNING, reclaimed, Memory(signalled={("12", 2): NOW - timedelta(seconds=60)}),
+                    now=NOW + timedelta(seconds=30))
+    only(steps, cancel_jobs={"12": "poolweb: preempted by Poolweb (Reclaimed): no retries left"},
+         release=[("12", reclaimed)])
+
+
+def test_a_preempted_job_that_exited_in_its_grace_is_requeued_with_retries_left():
+    reclaimed = request("preempting")
+    steps = planned(ENDED, reclaimed, Memory(signalled={("12", 1): NOW}))
+    assert list(steps.requeue) == ["12"] and steps.release == [("12", reclaimed)]
+
+
+def test_a_preempted_job_already_held_only_releases_its_request():
+    reclaimed = request("preempting")
+    only(planned(HELD, reclaimed), release=[(None, reclaimed)])
+
+
+def test_a_preempted_job_that_had_not_started_is_held_again_without_a_signal():
+    reclaimed = request("preempting")
+    steps = planned(RELEASED, reclaimed)
+    assert list(steps.hold) == ["12"] and steps.signals == [] and steps.release == [("12", reclaimed)]
+
+
+# --- ended in Poolweb ----------------------------------------------------------------------------
+
+def test_a_job_whose_request_poolweb_ended_is_cancelled_with_the_reason():
+    expired = request("expired", reason="LeaseExpired", message="its lease ran out")
+    only(planned(RUNNING, expired), cancel_jobs={"12": "poolweb: request 41 is expired: its lease ran out"})
+
+
+def test_a_rejected_held_job_stays_held_with_the_reason():
+    rejected = request("rejected", reason="ExceedsLimit", message="4 gpu is over dev's limit of 2 gpu")
+    only(planned(HELD, rejected), comments={"12": "poolweb: request 41 is rejected: 4 gpu is over dev's limit of 2 gpu"})
+
+
+def test_an_ended_job_with_an_ended_request_is_left_alone():
+    only(planned(ENDED, request("released")))

@@ -73,7 +73,7 @@ def plan(jobs: Sequence[Job], requests: Mapping[str, Request], *, mapping: Bridg
     configuration was not read (no job needed registering): jobs without a request then wait."""
     steps = Plan()
     seen = set()
-    for job in jobs:
+    for job in sorted(jobs, key=submission_order):  # registered in Slurm's order: Poolweb serves equals by it
         seen.add(job.id)
         request = requests.get(job.id)
         if request is None:
@@ -86,6 +86,12 @@ def plan(jobs: Sequence[Job], requests: Mapping[str, Request], *, mapping: Bridg
         if job_id not in seen and request.state in LIVE:
             job_gone(steps, None, request)
     return steps
+
+
+def submission_order(job: Job) -> tuple[datetime, int, int]:
+    """Oldest first; squeue lists newest first. ``12_3`` after ``12_2``, both after ``11``."""
+    base, _, task = job.id.partition("_")
+    return job.submitted, int(base) if base.isdigit() else 0, int(task) if task.isdigit() else -1
 
 
 def unknown(steps: Plan, job: Job, mapping: BridgeMapping, catalogue: Catalogue | None) -> None:

@@ -111,7 +111,8 @@ def site(server, transactional_db, cluster, tmp_path) -> Iterator[Site]:
     folder = Path(cluster.directory) / "jobs"
     token = token_issue(user=bridge)
     yield Site(cluster, Api(server.url, token), token, server.url, folder)
-    cluster.run("scancel", "-p", "bare-metal,h100", check=False)
+    for partition in ("bare-metal", "h100"):
+        cluster.run("scancel", "-p", partition, check=False)
     wait_until(lambda: not any(state in {"RUNNING", "COMPLETING"} for state, _, _ in site_jobs(cluster)),
                "the test's jobs to end")
 
@@ -250,3 +251,4 @@ def test_the_bridge_killed_and_restarted_mid_run_loses_nothing(site, bridge):
     # One request per job: the restart registered nothing twice.
     every = site.api.list(labels={"slurm_cluster": "clearml"}, limit=100)
     assert sorted(request.labels["slurm_job"] for request in every) == sorted([*first, later])
+

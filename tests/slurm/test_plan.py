@@ -208,3 +208,9 @@ def test_a_rejected_held_job_stays_held_with_the_reason():
 
 def test_an_ended_job_with_an_ended_request_is_left_alone():
     only(planned(ENDED, request("released")))
+
+
+def test_new_jobs_are_registered_in_slurm_s_order_of_submission():
+    jobs = [dataclasses.replace(HELD, id=job_id) for job_id in ("13", "12_2", "9", "12_1")]
+    steps = plan(jobs, {}, mapping=MAPPED, catalogue=CATALOGUE, memory=Memory(), now=NOW)
+    assert [submission.job for submission in steps.register] == ["9", "12_1", "12_2", "13"]

@@ -119,7 +119,8 @@ class Bridge:
         failed = self.on_slurm("held again (requeued)", self.slurm.requeue_held, steps.requeue)
         failed |= self.on_slurm("held again", self.slurm.hold, steps.hold)
         for reason, jobs in grouped(steps.cancel_jobs).items():
-            failed |= self.on_slurm(f"cancelled ({reason})", lambda jobs, why=reason: self.slurm.cancel(jobs, why), jobs)
+            failed |= self.on_slurm(f"cancelled ({reason})", lambda jobs, why=reason: self.slurm.cancel(jobs, why),
+                                    jobs)
         signalled = {job: requests[job].attempt for job in steps.signals}
         signal_failed = self.on_slurm(f"sent SIG{self.mapping.bridge.preemption_signal}",
                                       lambda jobs: self.slurm.signal(jobs, self.mapping.bridge.preemption_signal),

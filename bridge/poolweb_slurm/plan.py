@@ -77,7 +77,7 @@ def plan(jobs: Sequence[Job], requests: Mapping[str, Request], *, mapping: Bridg
         seen.add(job.id)
         request = requests.get(job.id)
         if request is None:
-            unknown(steps, job, mapping, catalogue)
+            unknown(steps, job, mapping, catalogue, now)
         elif request.state in LIVE:
             live(steps, job, request, mapping, memory, now)
         else:
@@ -94,9 +94,10 @@ def submission_order(job: Job) -> tuple[datetime, int, int]:
     return job.submitted, int(base) if base.isdigit() else 0, int(task) if task.isdigit() else -1
 
 
-def unknown(steps: Plan, job: Job, mapping: BridgeMapping, catalogue: Catalogue | None) -> None:
-    """A job Poolweb has no request for that the bridge knows of: register it, or say why not."""
-    if job.ended or catalogue is None:
+def unknown(steps: Plan, job: Job, mapping: BridgeMapping, catalogue: Catalogue | None, now: datetime) -> None:
+    """A job Poolweb has no request for that the bridge knows of: register it, or say why not.
+    A job held until a time of its user's (``sbatch --begin``) is registered at that time."""
+    if job.ended or catalogue is None or (job.held and job.eligible is not None and job.eligible > now):
         return
     mapped = map_job(mapping, catalogue, job)
     if isinstance(mapped, Submission):

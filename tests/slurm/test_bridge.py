@@ -252,3 +252,22 @@ def test_the_bridge_killed_and_restarted_mid_run_loses_nothing(site, bridge):
     every = site.api.list(labels={"slurm_cluster": "clearml"}, limit=100)
     assert sorted(request.labels["slurm_job"] for request in every) == sorted([*first, later])
 
+
+
+def test_a_request_cancelled_in_poolweb_cancels_its_job_with_the_reason(site, bridge):
+    running = site.sbatch("-A", "dev", "--gres=gpu:4")
+    wait_until(lambda: running in site.running(), "the job to run")
+    site.api.cancel(site.request_of(running))
+    wait_until(lambda: site.cluster.job(running)["JobState"] == "CANCELLED", "the job to be cancelled")
+    shown = site.cluster.job(running)
+    request = site.request_of(running)
+    assert shown["Comment"] == f"poolweb: request {request.id} is released: cancelled by slurm-bridge; its capacity " \
+                               "on pool bare-metal is free again"
+
+
+def test_a_job_array_is_registered_and_granted_task_by_task(site, bridge):
+    array = site.cluster.submit("-A", "dev", "--gres=gpu:4", "-a", "1-3", "--wrap", "sleep 300")
+    tasks = [f"{array}_{task}" for task in (1, 2, 3)]
+    wait_until(lambda: all(task in site.running() for task in tasks), "the three tasks to run")
+    assert [site.running()[task] for task in tasks] == ["bare-metal", "bare-metal", "h100"]
+    assert [site.request_of(task).pool for task in tasks] == ["bare-metal", "bare-metal", "h100"]

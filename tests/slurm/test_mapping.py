@@ -53,7 +53,7 @@ def job(**changes: Any) -> Job:
     return dataclasses.replace(Job(
         id="12", array_task=None, user="ann", account="dev", partitions=("bare-metal",), state="PENDING",
         reason="JobHeldUser", comment="", gpus=4, cpus=16, memory_mib=16384, submitted=datetime(2026, 12, 3),
-        name="train", held=True), **changes)
+        eligible=None, name="train", held=True), **changes)
 
 
 def submission(policy: str, profile: str, *, job_id: str = "12", account: str = "dev", preemptible: bool = True,

@@ -203,7 +203,8 @@ def test_a_job_whose_request_poolweb_ended_is_cancelled_with_the_reason():
 
 def test_a_rejected_held_job_stays_held_with_the_reason():
     rejected = request("rejected", reason="ExceedsLimit", message="4 gpu is over dev's limit of 2 gpu")
-    only(planned(HELD, rejected), comments={"12": "poolweb: request 41 is rejected: 4 gpu is over dev's limit of 2 gpu"})
+    only(planned(HELD, rejected),
+         comments={"12": "poolweb: request 41 is rejected: 4 gpu is over dev's limit of 2 gpu"})
 
 
 def test_an_ended_job_with_an_ended_request_is_left_alone():
@@ -214,3 +215,9 @@ def test_new_jobs_are_registered_in_slurm_s_order_of_submission():
     jobs = [dataclasses.replace(HELD, id=job_id) for job_id in ("13", "12_2", "9", "12_1")]
     steps = plan(jobs, {}, mapping=MAPPED, catalogue=CATALOGUE, memory=Memory(), now=NOW)
     assert [submission.job for submission in steps.register] == ["9", "12_1", "12_2", "13"]
+
+
+def test_a_job_held_until_its_own_begin_time_is_registered_then():
+    later = dataclasses.replace(HELD, eligible=NOW + timedelta(minutes=5))
+    only(planned(later))
+    assert planned(later, now=NOW + timedelta(minutes=5)).register

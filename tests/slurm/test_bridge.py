@@ -271,3 +271,22 @@ def test_a_job_array_is_registered_and_granted_task_by_task(site, bridge):
     wait_until(lambda: all(task in site.running() for task in tasks), "the three tasks to run")
     assert [site.running()[task] for task in tasks] == ["bare-metal", "bare-metal", "h100"]
     assert [site.request_of(task).pool for task in tasks] == ["bare-metal", "bare-metal", "h100"]
+
+
+def test_a_bridge_away_longer_than_a_lease_finds_the_grant_gone_and_cancels_the_job(site, tmp_path):
+    """Poolweb expires a grant nobody heartbeats and gives its capacity away; the bridge, back,
+    makes Slurm agree: the job stops, its comment says why."""
+    short_lease = tmp_path / "short-lease.toml"
+    short_lease.write_text(MAPPING.replace("[bridge]\n", "[bridge]\nlease_seconds = 10\n"))
+    away = BridgeProcess(site, short_lease)
+    away.start()
+    job = site.sbatch("-A", "dev", "--gres=gpu:4")
+    wait_until(lambda: job in site.running(), "the job to run")
+    away.kill()
+    wait_until(lambda: site.request_of(job).state == "expired", "Poolweb to expire the grant", seconds=40)
+    assert job in site.running()  # Slurm does not know yet
+
+    away.start()
+    wait_until(lambda: site.cluster.job(job)["JobState"] == "CANCELLED", "the returning bridge to cancel the job")
+    assert site.cluster.job(job)["Comment"].startswith(f"poolweb: request {site.request_of(job).id} is expired")
+    assert away.stop() == 0

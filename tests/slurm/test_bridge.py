@@ -78,9 +78,14 @@ class Site:
     folder: Path
 
     def sbatch(self, *arguments: str) -> str:
-        """A job that runs until ``finish`` touches its stop file."""
-        stop = self.folder / "stop-$SLURM_JOB_ID"
-        return self.cluster.submit(*arguments, "--wrap", f"while [ ! -e {stop} ]; do sleep 0.2; done")
+        """A job that runs until ``finish`` touches its stop file; sent SIGTERM, it writes a
+        checkpoint file and exits, as a training script that traps it does."""
+        stop, checkpoint = self.folder / "stop-$SLURM_JOB_ID", self.folder / "checkpoint-$SLURM_JOB_ID"
+        return self.cluster.submit(*arguments, "--wrap", f"trap 'touch {checkpoint}; exit 0' TERM; "
+                                                         f"while [ ! -e {stop} ]; do sleep 0.2; done")
+
+    def checkpointed(self, job: str) -> bool:
+        return (self.folder / f"checkpoint-{job}").exists()
 
     def finish(self, job: str) -> None:
         (self.folder / f"stop-{job}").touch()
@@ -200,6 +205,8 @@ def test_clearml_s_example_through_sbatch(site, bridge):
         request = site.request_of(job)
         assert (request.state, request.pool) == ("allocated", site.running()[job])
     assert site.request_of(dev[2]).attempt == 2  # reclaimed, re-queued: its second attempt
+    assert site.checkpointed(dev[2]) and site.checkpointed(dev[3])  # signalled before being requeued
+    assert not site.checkpointed(dev[0])
 
     site.finish(research[0])  # a job ending releases its capacity; research, in share, goes next
     wait_until(lambda: site.request_of(research[0]).state == "released", "the ended job's request to be released",

@@ -281,14 +281,19 @@ def test_a_job_array_is_registered_and_granted_task_by_task(site, bridge):
 
 
 def test_a_bridge_away_longer_than_a_lease_finds_the_grant_gone_and_cancels_the_job(site, tmp_path):
-    """Poolweb expires a grant nobody heartbeats and gives its capacity away; the bridge, back,
-    makes Slurm agree: the job stops, its comment says why."""
+    """The bridge heartbeats a running job's request; away longer than the lease, Poolweb expires
+    the grant and gives its capacity away, and the bridge, back, makes Slurm agree: the job
+    stops, its comment says why."""
     short_lease = tmp_path / "short-lease.toml"
     short_lease.write_text(MAPPING.replace("[bridge]\n", "[bridge]\nlease_seconds = 10\n"))
     away = BridgeProcess(site, short_lease)
     away.start()
     job = site.sbatch("-A", "dev", "--gres=gpu:4")
     wait_until(lambda: job in site.running(), "the job to run")
+    granted = site.request_of(job)
+    time.sleep(12)  # longer than the lease: the bridge's heartbeats keep the grant
+    assert site.request_of(job).state == "allocated"
+    assert site.request_of(job).lease_expires_at > granted.lease_expires_at
     away.kill()
     wait_until(lambda: site.request_of(job).state == "expired", "Poolweb to expire the grant", seconds=40)
     assert job in site.running()  # Slurm does not know yet
@@ -297,3 +302,16 @@ def test_a_bridge_away_longer_than_a_lease_finds_the_grant_gone_and_cancels_the_
     wait_until(lambda: site.cluster.job(job)["JobState"] == "CANCELLED", "the returning bridge to cancel the job")
     assert site.cluster.job(job)["Comment"].startswith(f"poolweb: request {site.request_of(job).id} is expired")
     assert away.stop() == 0
+
+
+def test_a_waiting_job_released_by_hand_is_held_again(site, bridge):
+    """Nothing runs without a grant: an operator's ``scontrol release`` of a job Poolweb has not
+    granted is undone (Slurm, with no free node, has not started it)."""
+    running = [site.sbatch("-A", "dev", "--gres=gpu:4") for _ in range(4)]
+    wait_until(lambda: all(job in site.running() for job in running), "dev's four jobs to run")
+    over = site.sbatch("-A", "dev", "--gres=gpu:4")  # over dev's limit of 16
+    wait_until(lambda: site.request_of(over) is not None, "the fifth job to be registered")
+    site.cluster.run("scontrol", "release", over)
+    wait_until(lambda: site.cluster.job(over)["Priority"] == "0", "the bridge to hold it again", seconds=15)
+    assert site.request_of(over).state == "pending"
+    assert "held again until Poolweb grants it" in site.cluster.job(over)["Comment"]

@@ -74,7 +74,7 @@ class Bridge:
             stop.wait(min(wait * 2 ** failures, LONGEST_WAIT) if failures else wait)
 
     def poll(self) -> Plan:
-        jobs = self.slurm.jobs()  # Slurm first: a request registered meanwhile is found by its key
+        jobs = self.slurm.jobs()  # then Poolweb: what it decided meanwhile is acted on in this poll
         requests = {**self.ended, **self.live_requests()}
         now = self.clock()
         catalogue = self.current_catalogue(now) if needs_registration(jobs, requests) else None

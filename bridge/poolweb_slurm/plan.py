@@ -166,15 +166,15 @@ def preempting(steps: Plan, job: Job, request: Request, mapping: BridgeMapping, 
     stop(steps, job, request)
 
 
-def grace_end(request: Request, mapping: BridgeMapping, signalled: datetime | None) -> datetime:
+def grace_end(request: Request, mapping: BridgeMapping, signalled: datetime) -> datetime:
     """The bridge's grace ends before Poolweb's (one poll early, so Poolweb never evicts a job that
     still runs) and after ``grace_seconds`` when that is shorter."""
     ends = []
     if request.grace_ends_at is not None:
         ends.append(request.grace_ends_at - timedelta(seconds=mapping.bridge.poll_seconds))
-    if mapping.bridge.grace_seconds is not None and signalled is not None:
+    if mapping.bridge.grace_seconds is not None:
         ends.append(signalled + timedelta(seconds=mapping.bridge.grace_seconds))
-    return min(ends) if ends else signalled or datetime.min
+    return min(ends, default=signalled)
 
 
 def stop(steps: Plan, job: Job, request: Request) -> None:

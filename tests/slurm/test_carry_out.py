@@ -14,7 +14,7 @@ from poolweb_slurm.bridge import REFUSED_SECONDS, Bridge
 from poolweb_slurm.mapping import Submission
 from poolweb_slurm.plan import Plan
 from poolweb_slurm.slurm import SlurmError
-from tests.slurm.test_plan import MAPPED, NOW, request
+from tests.slurm.examples import MAPPED, NOW, request
 
 
 class RecordingSlurm:

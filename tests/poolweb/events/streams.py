@@ -104,3 +104,10 @@ async def nothing_more(communicator) -> bool:
 def payloads(messages: list[dict]) -> list[dict]:
     return [message["data"] for message in messages]
 
+
+async def gets_next(communicator, event: tuple[str, dict, object]) -> bool:
+    """Whether ``event`` (``pool(n)``, ``request_of(user, n)``), written now, is the next message the
+    stream sends: the stream goes on."""
+    await write([event])
+    return payloads(await receive(communicator, 1)) == [event[1]]
+

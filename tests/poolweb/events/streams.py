@@ -111,3 +111,8 @@ async def gets_next(communicator, event: tuple[str, dict, object]) -> bool:
     await write([event])
     return payloads(await receive(communicator, 1)) == [event[1]]
 
+
+async def resyncs_then_goes_on(communicator) -> bool:
+    """Whether the stream's next message is ``resync``, and a new event still follows it."""
+    return await receive(communicator, 1) == [{"type": "resync"}] and await gets_next(communicator, pool(99))
+

@@ -15,9 +15,10 @@ from poolweb.realtime.relay import current_relay
 from poolweb.services.events import prune
 from poolweb.services.tokens import token_issue
 
-from .streams import (  # noqa: F401 (quick_stream is a fixture)
-    TIMEOUT, connect, gets_next, in_event_loop, nothing_more, payloads, pool, quick_stream, receive, refusal,
-    request_of, write,
+from .streams import quick_stream  # noqa: F401 (an autouse fixture: the streams here poll often)
+from .streams import (
+    TIMEOUT, connect, gets_next, in_event_loop, nothing_more, payloads, pool, receive, refusal, request_of,
+    resyncs_then_goes_on, write,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -78,8 +79,7 @@ async def test_resync_when_the_missed_events_are_no_longer_kept(bob):
 
     await stream.send_json_to({"resume_from": seqs[1]})  # seqs[2] is pruned
 
-    assert await receive(stream, 1) == [{"type": "resync"}]
-    assert await gets_next(stream, pool(9))
+    assert await resyncs_then_goes_on(stream)
     await stream.disconnect()
 
 
@@ -196,8 +196,7 @@ async def test_a_prune_just_before_the_first_page_is_read_gives_resync(monkeypat
 
     await stream.send_json_to({"resume_from": seqs[0]})
 
-    assert await receive(stream, 1) == [{"type": "resync"}]
-    assert await gets_next(stream, pool(9))
+    assert await resyncs_then_goes_on(stream)
     await stream.disconnect()
 
 
@@ -248,8 +247,7 @@ async def test_a_late_resume_that_missed_events_gets_resync_never_an_older_event
 
     await stream.send_json_to({"resume_from": seqs[0]})  # it missed 1 and 2, which cannot come now
 
-    assert await receive(stream, 1) == [{"type": "resync"}]
-    assert await gets_next(stream, pool(4))
+    assert await resyncs_then_goes_on(stream)
     await stream.disconnect()
 
 

@@ -12,9 +12,10 @@ from django.contrib.sessions.models import Session
 from poolweb.realtime import auth
 from poolweb.services.tokens import token_create, token_revoke
 
-from .streams import (  # noqa: F401 (quick_stream is a fixture)
-    _session_cookie, connect, gets_next, in_event_loop, nothing_more, payloads, pool, quick_stream, receive,
-    refusal, request_of, write,
+from .streams import quick_stream  # noqa: F401 (an autouse fixture: the streams here poll often)
+from .streams import (
+    _session_cookie, connect, gets_next, in_event_loop, nothing_more, payloads,
+    pool, receive, refusal, request_of, write,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,9 +16,9 @@ from poolweb.asgi import application
 from poolweb.realtime import auth, consumer
 from poolweb.services.tokens import token_issue
 
-from .streams import (  # noqa: F401 (quick_stream is a fixture)
-    TIMEOUT, connect, gets_next, in_event_loop, nothing_more, payloads, pool, quick_stream, receive, refusal,
-    request_of, write,
+from .streams import quick_stream  # noqa: F401 (an autouse fixture: the streams here poll often)
+from .streams import (
+    TIMEOUT, connect, gets_next, in_event_loop, nothing_more, payloads, pool, receive, refusal, request_of, write,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -91,7 +91,10 @@ class Bridge:
         labels, submitted by someone else, is not a job's). The newest wins should two name a job."""
         if self.account is None:
             me = self.api.me()
-            self.account = me.username if me else None
+            if me is None:
+                raise PoolctlError(f"the Poolweb server at {self.api.url} is older than the bridge: it has no GET /me",
+                                   "upgrade it")
+            self.account = me.username
         listed = self.api.list(state=sorted(LIVE), labels={"slurm_cluster": self.mapping.cluster}, limit=LISTED_MOST)
         by_job: dict[str, Request] = {}
         for request in sorted(listed, key=lambda request: request.id):

@@ -10,7 +10,7 @@ time: ``Api`` is what the modules that follow a request over time (``watch``) an
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -96,10 +96,13 @@ class Api:
         return Request.from_json(self.transport.call("GET", f"/requests/{request_id(request)}"))
 
     def list(self, *, state: str | list[str] | None = None, policy: str | None = None, profile: str | None = None,
-             pool: str | None = None, owner: str | None = None, limit: int = 100) -> list[Request]:
-        """Your requests (admins: everyone's), newest first, at most ``limit``."""
+             pool: str | None = None, owner: str | None = None, labels: Mapping[str, str] | None = None,
+             limit: int = 100) -> list[Request]:
+        """Your requests (admins: everyone's), newest first, at most ``limit``; with ``labels``,
+        only those that have every one of them."""
         states = ",".join(state) if isinstance(state, list) else state
-        params = {"state": states, "policy": policy, "profile": profile, "pool": pool, "owner": owner}
+        params = {"state": states, "policy": policy, "profile": profile, "pool": pool, "owner": owner,
+                  "label": [f"{key}={value}" for key, value in (labels or {}).items()] or None}
         return [Request.from_json(item) for item in self._pages("/requests", params, limit)]
 
     def heartbeat(self, request: RequestRef) -> Request:

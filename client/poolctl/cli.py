@@ -26,7 +26,7 @@ from poolctl.errors import FAILURE, INTERRUPTED, Interrupted, PoolctlError, Usag
 from poolctl.models import Account, Pool, Request
 from poolctl.render import Cell, duration, local_time, number_cell, printable, quantities, state_cell, state_word
 from poolctl.run import add_run_command
-from poolctl.submission import add_submission_arguments, seconds, submission_from
+from poolctl.submission import add_submission_arguments, label, seconds, submission_from
 from poolctl.version import __version__
 
 
@@ -136,7 +136,7 @@ def cmd_action(action: str) -> Handler:
 
 def cmd_list(args: argparse.Namespace, out: Output) -> int:
     requests = client_for(args).list(state=args.state, policy=args.policy, profile=args.profile, pool=args.pool,
-                                     owner=args.owner, limit=args.limit)
+                                     owner=args.owner, labels=dict(args.label), limit=args.limit)
     rows = [[Cell(str(r.id), right=True), f"{r.policy}/{r.profile}", state_cell(r.state), r.pool or "",
              number_cell(r.position), local_time(r.submitted_at), why(r)] for r in requests]
     out.result([r.to_json() for r in requests],
@@ -280,6 +280,8 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add("list", cmd_list, "your requests (admins: everyone's), newest first")
     for name in ("state", "policy", "profile", "pool", "owner"):
         listing.add_argument(f"--{name}", help="a state, or several separated by commas" if name == "state" else None)
+    listing.add_argument("--label", type=label, action="append", default=[], metavar="KEY=VALUE",
+                         help="only requests with this label (repeat: with every one)")
     listing.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
     commands.add("queue", cmd_queue, "a pool's pending requests in service order; without POOL, each pool's "
                  "queue in a row").add_argument("pool", nargs="?")

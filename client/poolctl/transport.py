@@ -45,7 +45,8 @@ class Transport:
         """The parsed JSON answer (None for an empty one) of ``method`` on ``/api/v1`` + ``path``."""
         target = self.prefix + API + path
         if params:
-            target += "?" + urlencode({key: value for key, value in params.items() if value is not None})
+            # A list is the parameter repeated (``label=a=1&label=b=2``).
+            target += "?" + urlencode({key: value for key, value in params.items() if value is not None}, doseq=True)
         payload = json.dumps(body).encode() if body is not None else None
         sent = {"Authorization": f"Bearer {self.token}", "Accept": "application/json",
                 "User-Agent": USER_AGENT, **(headers or {})}

@@ -16,6 +16,8 @@ account granted ``poolweb.submit_for_others`` (decision 131); ``api.request_batc
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.urls import path
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
@@ -29,10 +31,11 @@ from poolweb.api.reads import CatchUpOnRead
 from poolweb.api.representations import RequestSerializer
 from poolweb.api.submission import (
     LEASE_BOUNDS, MAX_LABEL_VALUE, MAX_NAME, MAX_USERNAME, SubmissionBody, SubmissionInvalid, idempotency_key_errors,
+    read_label_filter,
 )
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import (
-    FiltersInvalid, RequestFilters, parse_filters, request_get, request_history, request_list,
+    FilterError, FiltersInvalid, RequestFilters, parse_filters, request_get, request_history, request_list,
 )
 from poolweb.services import requests as services
 from poolweb.services.payloads import change_data, request_data
@@ -84,19 +87,30 @@ FILTERS = [
                      enum=None, pattern=r"^[a-z,]*$"),
     OpenApiParameter("policy", str), OpenApiParameter("profile", str), OpenApiParameter("pool", str),
     OpenApiParameter("owner", str, description="a username"),
+    OpenApiParameter("label", str, many=True, description="key=value (the value may hold '='): requests with "
+                     "that label; repeated, all must match"),
 ]
 
 
 # --- reading query parameters --------------------------------------------------------------------
 
 def read_filters(params) -> RequestFilters:
-    """The list filters (``selectors.requests.parse_filters``); ``ValidationError`` naming the
-    parameter for a value that cannot match."""
+    """The list filters (``selectors.requests.parse_filters``, and ``label`` by the submission's
+    label rules, ``api.submission.read_label_filter``); ``ValidationError`` naming the parameter
+    for a value that cannot match."""
+    errors: list[FilterError] = []
     try:
-        return parse_filters(params)
+        filters = parse_filters(params)
     except FiltersInvalid as invalid:
-        raise exceptions.ValidationError({error.field: [exceptions.ErrorDetail(error.message, code=error.code)]
-                                          for error in invalid.errors}) from None
+        filters, errors = RequestFilters(), list(invalid.errors)
+    labels, label_errors = read_label_filter(params.getlist("label"))
+    errors += [FilterError(issue.path, issue.message, issue.code) for issue in label_errors]
+    if errors:
+        detail: dict[str, list] = {}
+        for error in errors:
+            detail.setdefault(error.field, []).append(exceptions.ErrorDetail(error.message, code=error.code))
+        raise exceptions.ValidationError(detail)
+    return replace(filters, labels=labels)
 
 
 def refusal_response(refusal: services.Refusal) -> Response:

@@ -12,7 +12,7 @@ code. Choices where api.md is silent:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,6 +207,25 @@ def _text(value: Any, path: str, limit: int, errors: list[Issue], *, what: str =
     else:
         return value
     return None
+
+
+def read_label_filter(texts: Sequence[str]) -> tuple[tuple[tuple[str, str], ...], list[Issue]]:
+    """``GET /requests``' ``label`` parameters, each ``key=value`` (the value may hold ``=``): the
+    (key, value) pairs to match, and an issue at ``label`` for each that breaks ``_labels``' rules,
+    so a filter never asks for a label no submission could have. An empty parameter is no filter."""
+    pairs: dict[tuple[str, str], None] = {}
+    errors: list[Issue] = []
+    for text in filter(None, texts):
+        key, equals, value = text.partition("=")
+        if not equals or not key:
+            errors.append(Issue("label", "invalid", f"label is key=value, with a key: not {show(text)}"))
+            continue
+        found: list[Issue] = []
+        _labels({key: value}, found)
+        errors += [Issue("label", issue.code, issue.message) for issue in found]
+        if not found:
+            pairs[key, value] = None
+    return tuple(pairs), errors
 
 
 def _labels(value: Any, errors: list[Issue]) -> dict[str, str]:

@@ -19,6 +19,7 @@ from django.db.models.functions import RowNumber
 from poolweb.models import Request, RequestChange
 from poolweb.selectors.versions import live_config
 from poolweb.sql import api_calls
+from poolweb.sql.labels import has_label
 from reconcile import LIVE_STATES, State
 from reconcile.document import NAME_PATTERN
 
@@ -35,6 +36,7 @@ class RequestFilters:
     profile: str | None = None
     pool: str | None = None
     owner: str | None = None  # a username
+    labels: tuple[tuple[str, str], ...] = ()  # (key, value) pairs, all to match; () = no filter
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,8 @@ def request_list(*, user, filters: RequestFilters = RequestFilters()) -> QuerySe
             rows = rows.filter(**{field: value})
     if filters.owner is not None:
         rows = rows.filter(owner__username=filters.owner)
+    for key, value in filters.labels:
+        rows = rows.filter(has_label(key, value))
     return rows.order_by("-id")
 
 

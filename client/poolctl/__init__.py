@@ -13,11 +13,11 @@ from poolctl.client import Client
 from poolctl.errors import (AuthenticationFailed, Cancelled, Conflict, Expired, InvalidInput, NotFound,
                             PermissionRefused, PoolctlError, Preempted, Refused, Rejected, RequestEnded, ServerError,
                             Unreachable, UsageError, WaitTimeout)
-from poolctl.models import BatchResult, PolicyState, Pool, Request
+from poolctl.models import ActionResult, BatchResult, PolicyState, Pool, Request
 from poolctl.version import __version__
 
 __all__ = [
-    "AuthenticationFailed", "BatchResult", "Cancelled", "Client", "Conflict", "Expired", "InvalidInput", "NotFound",
+    "ActionResult", "AuthenticationFailed", "BatchResult", "Cancelled", "Client", "Conflict", "Expired", "InvalidInput", "NotFound",
     "PermissionRefused", "PolicyState", "Pool", "PoolctlError", "Preempted", "Refused", "Rejected", "Request",
     "RequestEnded", "ServerError", "Unreachable", "UsageError", "WaitTimeout", "__version__",
 ]

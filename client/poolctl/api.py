@@ -16,13 +16,13 @@ from urllib.parse import quote
 
 from poolctl.config import resolve
 from poolctl.errors import NotFound, PermissionRefused
-from poolctl.models import Account, BatchResult, PolicyState, Pool, Preview, Request, Validation, Version
+from poolctl.models import Account, ActionResult, BatchResult, PolicyState, Pool, Preview, Request, Validation, Version
 from poolctl.stream import EventStream
 from poolctl.transport import Transport
 
 RequestRef = int | Request
 PAGE = 200
-BATCH_MOST = 500  # items the server takes in one POST /requests/batch
+BATCH_MOST = 500  # items the server takes in one POST /requests/batch or /requests/actions
 
 
 def submission_body(*, policy: str, profile: str, preemptible: bool = True, max_retries: int = 0,
@@ -37,6 +37,13 @@ def submission_body(*, policy: str, profile: str, preemptible: bool = True, max_
 
 def request_id(request: RequestRef) -> int:
     return request.id if isinstance(request, Request) else int(request)
+
+
+def action_body(request: RequestRef, action: str) -> dict[str, Any]:
+    """What a heartbeat, release or cancel of ``request`` says besides its id: a ``Request``'s
+    attempt for heartbeat and release (decision 9), so an old run never renews or gives back the
+    next attempt; nothing for cancel, or for a bare id (the current attempt)."""
+    return {"attempt": request.attempt} if action != "cancel" and isinstance(request, Request) else {}
 
 
 class Api:
@@ -109,19 +116,33 @@ class Api:
         """Renew the lease (R-50); ``Conflict`` unless the request is live — and, given a
         ``Request``, unless its attempt is still the current one (a re-queued request's old run
         learns that it must stop)."""
-        return self._act(request, "heartbeat", attempt=True)
+        return self._act(request, "heartbeat")
 
     def release(self, request: RequestRef) -> Request:
         """Done, or acknowledging preemption (R-51); idempotent. Given a ``Request``, only its
         attempt is released: a late release never throws away the next attempt."""
-        return self._act(request, "release", attempt=True)
+        return self._act(request, "release")
 
     def cancel(self, request: RequestRef) -> Request:
         """Withdraw (R-51); idempotent."""
         return self._act(request, "cancel")
 
-    def _act(self, request: RequestRef, action: str, attempt: bool = False) -> Request:
-        body = {"attempt": request.attempt} if attempt and isinstance(request, Request) else None
+    def act_many(self, action: str, requests: Iterable[RequestRef]) -> list[ActionResult]:
+        """``heartbeat``, ``release`` or ``cancel`` many requests in few calls
+        (``POST /requests/actions``, ``BATCH_MOST`` a call): the results in order, each the
+        request afterwards or why not, as ``heartbeat`` … would have raised it (``ActionResult``:
+        404, 409, 400) — one refused item refuses no other. A ``Request`` carries its attempt as
+        for ``heartbeat`` and ``release``. Safe to send again: each action is idempotent."""
+        items = [{"id": request_id(request), **action_body(request, action)} for request in requests]
+        results: list[ActionResult] = []
+        for start in range(0, len(items), BATCH_MOST):
+            answer = self.transport.call("POST", "/requests/actions",
+                                         {"action": action, "requests": items[start:start + BATCH_MOST]})
+            results += [ActionResult.from_json(result) for result in answer["results"]]
+        return results
+
+    def _act(self, request: RequestRef, action: str) -> Request:
+        body = action_body(request, action) or None
         return Request.from_json(self.transport.call("POST", f"/requests/{request_id(request)}/{action}", body))
 
     # --- live state -----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 
 Quantities = dict[str, float]  # resource key → quantity, as the server writes it (2, 0.5, 0.143)
 STEP_RUN = "step_run"  # one job slot, which the server adds to every request (docs/scheduling.md §1)
@@ -181,10 +181,11 @@ class Issue(Result):
 
 
 @dataclass(frozen=True)
-class BatchResult(Result):
-    """One item's answer of ``POST /requests/batch``: the status ``POST /requests`` would have
-    answered — 201 a new request, 200 the one its key named already, 400 with ``errors``, 403 or
-    429 with ``detail`` — and the request when there is one."""
+class ActionResult(Result):
+    """One item's answer of ``POST /requests/actions``: the status ``POST /requests/{id}/<action>``
+    would have answered — 200 with the request afterwards, 404 (no such request, or another
+    user's) or 409 (not live, another attempt's heartbeat, changed meanwhile) with ``detail``, 400
+    with ``errors`` — and the request when there is one."""
 
     status: int
     request: Request | None = None
@@ -195,15 +196,22 @@ class BatchResult(Result):
     def ok(self) -> bool:
         return self.request is not None
 
-    @property
-    def created(self) -> bool:
-        return self.status == 201
-
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BatchResult:
+    def from_json(cls, data: dict[str, Any]) -> Self:
         request = data.get("request")
         return cls(status=int(data.get("status", 0)), request=Request.from_json(request) if request else None,
                    errors=tuple(Issue.from_json(e) for e in data.get("errors", ())), detail=data.get("detail"))
+
+
+@dataclass(frozen=True)
+class BatchResult(ActionResult):
+    """One item's answer of ``POST /requests/batch``: the status ``POST /requests`` would have
+    answered — 201 a new request, 200 the one its key named already, 400 with ``errors``, 403 or
+    429 with ``detail`` — and the request when there is one."""
+
+    @property
+    def created(self) -> bool:
+        return self.status == 201
 
 
 @dataclass(frozen=True)

@@ -2,14 +2,13 @@
 bridge that registers a burst of jobs (docs/slurm.md) without a round trip per job.
 
 Each item is what ``POST /requests`` takes, plus its own ``idempotency_key``; each is its own
-decision and its own transaction (``services.requests.request_submit_batch``), answered in item
+decision and its own transaction (``services.request_batches.request_submit_batch``), answered in item
 order with the status ``POST /requests`` would have answered it. The envelope alone is refused
 whole: 400 naming the field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -19,15 +18,13 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from poolweb.api.batch_envelope import MAX_ITEMS, envelope_errors, in_item_order
 from poolweb.api.errors import IssueSchema, bad_request
 from poolweb.api.representations import RequestSerializer
 from poolweb.api.requests import BAD_REQUEST, TAG, SubmitSchema, refusal_response
 from poolweb.api.submission import MAX_IDEMPOTENCY_KEY, SubmissionInvalid, SubmissionItem, item_key
-from poolweb.services import requests as services
+from poolweb.services import request_batches as batches
 from poolweb.services.payloads import request_data
-from reconcile.document import Issue
-
-MAX_ITEMS = 500  # a bridge's burst of 1,000 jobs is two calls; one call's items stay a few seconds' work
 
 
 class ItemSchema(SubmitSchema):
@@ -53,24 +50,12 @@ class ResultsSchema(serializers.Serializer):
 
 def read_items(data: Any) -> list[Any]:
     """The envelope ``{"requests": [...]}``'s items; ``SubmissionInvalid`` naming the field."""
-    if not isinstance(data, Mapping):
-        raise SubmissionInvalid([Issue("", "invalid_type", 'the body must be a JSON object {"requests": [...]}')])
-    errors = [Issue(str(field)[:64], "unknown_field", "is not a field: the body has only requests")
-               for field in data if field != "requests"]
-    items = data.get("requests")
-    if "requests" not in data:
-        errors.append(Issue("requests", "required", "requests is required: a list of submissions"))
-    elif not isinstance(items, list):
-        errors.append(Issue("requests", "invalid_type", "requests is a list of submissions"))
-    elif len(items) > MAX_ITEMS:
-        errors.append(Issue("requests", "too_many", f"requests has {len(items):,} items, at most {MAX_ITEMS} "
-                                                     "are allowed in one call"))
-    if errors:
+    if errors := envelope_errors(data, fields=("requests",), items="submissions"):
         raise SubmissionInvalid(errors)
-    return items
+    return data["requests"]
 
 
-def result_data(outcome: services.Outcome) -> dict:
+def result_data(outcome: batches.Outcome) -> dict:
     """An item's answer: its status and the request, or why not."""
     if isinstance(outcome, tuple):
         row, created = outcome
@@ -91,15 +76,14 @@ class RequestBatchView(APIView):
             data = read_items(request.data)
         except SubmissionInvalid as error:
             return bad_request(error.errors)
-        items: list[services.BatchItem | SubmissionInvalid] = []
+        items: list[batches.BatchItem | SubmissionInvalid] = []
         for item in data:
             try:
-                items.append(services.BatchItem(SubmissionItem(item), item_key(item)))
+                items.append(batches.BatchItem(SubmissionItem(item), item_key(item)))
             except SubmissionInvalid as error:
                 items.append(error)
-        submitted = iter(services.request_submit_batch(
-            user=request.user, items=[item for item in items if isinstance(item, services.BatchItem)]))
-        outcomes = [item if isinstance(item, SubmissionInvalid) else next(submitted) for item in items]
+        outcomes = in_item_order(items, batches.BatchItem,
+                                 lambda valid: batches.request_submit_batch(user=request.user, items=valid))
         return Response({"results": [result_data(outcome) for outcome in outcomes]})
 
 

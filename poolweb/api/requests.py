@@ -193,21 +193,36 @@ class AttemptBody(serializers.Serializer):
                                        help_text="the attempt this call is about; another attempt is left alone")
 
 
-def read_attempt(data) -> dict:
-    """The optional body of heartbeat and release: ``{"attempt": n}`` or nothing."""
+def read_action_body(data, *, takes_attempt: bool = True) -> dict:
+    """The optional body of an action: ``{"attempt": n}`` or nothing for heartbeat and release,
+    nothing for cancel (decision 9); ``ValidationError`` naming the field. ``/requests/actions``
+    reads each item but its ``id`` as this body."""
     if not data:
         return {}
     if not isinstance(data, dict):
-        raise exceptions.ValidationError({"": ["the body is a JSON object such as {\"attempt\": 2}, or empty"]})
-    unknown = [field for field in data if field != "attempt"]
+        raise exceptions.ValidationError({"": ["the body is a JSON object such as {\"attempt\": 2}, or empty"
+                                               if takes_attempt else "this action takes no body"]})
+    has = "the body has only attempt" if takes_attempt else "cancel takes no body and no attempt"
+    unknown = [field for field in data if field != "attempt" or not takes_attempt]
     if unknown:
         raise exceptions.ValidationError({str(unknown[0])[:64]: [exceptions.ErrorDetail(
-            "is not a field: the body has only attempt", code="unknown_field")]})
+            f"is not a field: {has}", code="unknown_field")]})
     value = data.get("attempt")
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ATTEMPT:
         raise exceptions.ValidationError({"attempt": [exceptions.ErrorDetail(
             f"attempt is an integer between 1 and {MAX_ATTEMPT}", code="invalid")]})
     return {"attempt": value}
+
+
+def action_answer(outcome: RequestRow | services.ActionRefused, request_id: int) -> Response:
+    """What ``POST /requests/{id}/<action>`` answers for what its service did (or why not)."""
+    if isinstance(outcome, services.RequestNotFound):
+        return Response({"detail": f"there is no request {echo(request_id)}"}, status=status.HTTP_404_NOT_FOUND)
+    if isinstance(outcome, (services.RequestNotLive, services.RequestConflict)):
+        return Response({"detail": str(outcome)}, status=status.HTTP_409_CONFLICT)
+    if isinstance(outcome, services.ActionRefused):
+        raise outcome  # a new kind of refusal needs its answer here
+    return Response(request_data(outcome))
 
 
 class RequestActionView(APIView):
@@ -217,19 +232,11 @@ class RequestActionView(APIView):
     takes_attempt = True
 
     def act(self, request, id: int) -> Response:
-        if self.takes_attempt:
-            options = read_attempt(request.data)
-        elif request.data:
-            raise exceptions.ValidationError({"": ["this action takes no body"]})
-        else:
-            options = {}
+        options = read_action_body(request.data, takes_attempt=self.takes_attempt)
         try:
-            row = self.service(user=request.user, request_id=id, **options)
-        except services.RequestNotFound:
-            raise exceptions.NotFound(f"there is no request {echo(id)}") from None
-        except (services.RequestNotLive, services.RequestConflict) as error:
-            return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
-        return Response(request_data(row))
+            return action_answer(self.service(user=request.user, request_id=id, **options), id)
+        except services.ActionRefused as refusal:
+            return action_answer(refusal, id)
 
 
 def _action_view(action: str, service, description: str, takes_attempt: bool = True):

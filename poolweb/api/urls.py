@@ -8,6 +8,7 @@ urlpatterns = [
     path("", include("poolweb.api.versions")),
     path("", include("poolweb.api.requests")),
     path("", include("poolweb.api.request_batch")),
+    path("", include("poolweb.api.request_actions")),
     path("", include("poolweb.api.live")),
     path("", include("poolweb.api.tokens")),
     path("", include("poolweb.api.health")),

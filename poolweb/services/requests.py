@@ -1,5 +1,5 @@
-"""Requests: submit (one, a batch, for another user), heartbeat, release and cancel (docs/api.md §3;
-docs/scheduling.md R-14, R-50, R-51).
+"""Requests: submit (one, for another user), heartbeat, release and cancel (docs/api.md §3;
+docs/scheduling.md R-14, R-50, R-51); ``request_batches`` does many of either in one call.
 
 Each write is one transaction; a reconcile pass is asked for (``reconcile_soon``) only once that
 transaction is done, so the pass sees the committed row — which is why ``request_submit``,
@@ -41,21 +41,27 @@ log = logging.getLogger(__name__)
 MAX_RETRIES = 10
 
 
-class RequestNotFound(Exception):
+class ActionRefused(Exception):
+    """Why a heartbeat, release or cancel did nothing; a batch records it for its item and goes on
+    (``request_batches.request_act_many``)."""
+
+
+class RequestNotFound(ActionRefused):
     """No such request, or one the user may not see."""
 
 
-class RequestNotLive(Exception):
+class RequestNotLive(ActionRefused):
     """A heartbeat for a request that holds no capacity."""
 
 
-class RequestConflict(Exception):
+class RequestConflict(ActionRefused):
     """The request changed between reading and writing it; the caller may retry."""
 
 
 class Refusal(Exception):
     """A submission refused for a reason of its own, which its caller answers; a batch records it
-    for its item and goes on (``request_submit_batch``). ``PermissionDenied`` is one too."""
+    for its item and goes on (``request_batches.request_submit_batch``). ``PermissionDenied`` is
+    one too."""
 
 
 class TooManyPending(Refusal):
@@ -116,33 +122,6 @@ def request_submit(*, user, submission: SubmissionSource,
     if created and row.state == State.PENDING.value and _reconcile():
         row = _fresh(row.pk)  # the pass ran here: it may be granted
     return row, created
-
-
-class BatchItem(NamedTuple):
-    """One submission of a batch, as ``request_submit`` takes it."""
-
-    submission: SubmissionSource
-    idempotency_key: str | None = None
-
-
-Outcome = tuple[RequestRow, bool] | Refusal | PermissionDenied  # (the request, whether new), or why not
-
-
-def request_submit_batch(*, user, items: Sequence[BatchItem]) -> list[Outcome]:
-    """Submit each item as ``request_submit`` does, in order, each its own decision and its own
-    transaction (an item refused leaves the others as they are); then one pass for them all, not
-    one per item. The outcomes in item order."""
-    outcomes: list[Outcome] = []
-    for item in items:
-        try:
-            outcomes.append(submit(user=user, submission=item.submission, idempotency_key=item.idempotency_key))
-        except (Refusal, PermissionDenied) as refusal:
-            outcomes.append(refusal)
-    stored = [outcome for outcome in outcomes if isinstance(outcome, tuple)]
-    if any(created and row.state == State.PENDING.value for row, created in stored) and _reconcile():
-        fresh = RequestRow.objects.select_related("owner").in_bulk([row.pk for row, _ in stored])  # one read
-        outcomes = [(fresh.get(o[0].pk, o[0]), o[1]) if isinstance(o, tuple) else o for o in outcomes]
-    return outcomes
 
 
 def submit(*, user, submission: SubmissionSource,
@@ -272,6 +251,26 @@ def request_cancel(*, user, request_id: int) -> RequestRow:
 
 
 Action = Callable[[Request, str], Decision | None]
+ACTIONS = ("heartbeat", "release", "cancel")
+
+
+def request_act(*, user, action: str, request_id: int, attempt: int | None = None) -> tuple[RequestRow, bool]:
+    """One of ``ACTIONS`` on one request, in its own transaction, as ``request_heartbeat``,
+    ``request_release`` and ``request_cancel`` do it, but without the pass a change asks for: the
+    request afterwards and whether it changed, for a caller that asks for one pass after many
+    (``request_batches.request_act_many``). Cancel takes no ``attempt``."""
+    if action == "heartbeat":
+        return _renew(user=user, request_id=request_id, attempt=attempt), False
+    decide = {"release": lifecycle.release, "cancel": lifecycle.cancel}[action]
+    return _carry_out(user=user, request_id=request_id, action=decide, attempt=attempt)
+
+
+def one_pass_after(ids: Sequence[int]) -> dict[int, RequestRow]:
+    """Ask for the one pass a batch's changes need; when it ran here, the batch's requests
+    ``ids`` as it left them, in one read; else nothing (the answers stand as written)."""
+    if not _reconcile():
+        return {}
+    return RequestRow.objects.select_related("owner").in_bulk(list(ids))
 
 
 def _act(user, request_id: int, action: Action, attempt: int | None = None) -> RequestRow:

@@ -32,6 +32,7 @@ jobs, nothing written. Prints a table and merges a "slurm_bridge" section into b
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -56,7 +57,6 @@ GPUS = NODES * 8
 JOBS = sized(1000, 40)
 FIRST_WAVE = min(GPUS, JOBS)
 CLIENTS = 4
-JOB_SECONDS = sized(5, 2)  # longer than the burst: the second wave waits for the first to end
 POLL_SECONDS = float(os.environ.get("BENCH_POLL_SECONDS", "0.3"))
 IDLE_SECONDS = sized(5.0, 1.0)
 WAIT_SECONDS = sized(300, 120)  # for every job to start, or to end
@@ -103,23 +103,31 @@ class Run:
     t0: float  # the first sbatch sent
     submitted: dict[str, float]  # job → when its sbatch returned
     burst_end: float
+    freed: float  # when the first wave was let end
     started: dict[str, float]  # job → slurmctld's allocation
+    by_backfill: int  # jobs that backfill started, not the main scheduler
 
     def figures(self) -> dict[str, float]:
         starts = sorted(self.started.values())
-        latency = [self.started[job] - at for job, at in self.submitted.items()]
-        return {f"{self.name}_submit_per_s": len(self.submitted) / (self.burst_end - self.t0),
-                f"{self.name}_burst_s": self.burst_end - self.t0,
-                f"{self.name}_first_wave_s": starts[FIRST_WAVE - 1] - self.t0,
-                f"{self.name}_all_started_s": starts[-1] - self.t0,
-                f"{self.name}_latency_p50_s": statistics.median(latency),
-                f"{self.name}_latency_p95_s": percentile(latency, 95)}
+        first = [at - self.submitted[job] for job, at in self.started.items() if at <= self.freed]
+        second = [at - self.freed for at in self.started.values() if at > self.freed]
+        figures = {"submit_per_s": len(self.submitted) / (self.burst_end - self.t0), "burst_s": self.burst_end - self.t0,
+                   "first_wave_s": starts[FIRST_WAVE - 1] - self.t0, "freed_s": self.freed - self.t0,
+                   "second_wave_s": starts[-1] - self.freed, "all_started_s": starts[-1] - self.t0,
+                   "wave1_latency_p50_s": statistics.median(first), "wave1_latency_p95_s": percentile(first, 95),
+                   "started_by_backfill": self.by_backfill}
+        if second:
+            figures.update(wave2_latency_p50_s=statistics.median(second), wave2_latency_p95_s=percentile(second, 95))
+        return {f"{self.name}_{key}": value for key, value in figures.items()}
 
 
-def burst(cluster, partition: str) -> tuple[float, dict[str, float], float]:
-    """JOBS sbatch calls from CLIENTS threads: t0, each job's submission, the burst's end."""
+def burst(cluster, partition: str, gate: Path) -> tuple[float, dict[str, float], float]:
+    """JOBS sbatch calls from CLIENTS threads: t0, each job's submission, the burst's end. Each
+    job runs until it gets a shared lock on ``gate``, which the bench holds until it frees the
+    first wave: it waits in flock(2), using no CPU, and the second wave waits for capacity
+    however slow the burst is."""
     command = ["sbatch", "--parsable", "--output=/dev/null", "-p", partition, "-A", ACCOUNT, "--gres=gpu:1",
-               "--wrap", f"sleep {JOB_SECONDS}"]
+               "--wrap", f"flock -s {gate} true"]
     environment = cluster.environment()
 
     def client(count: int) -> dict[str, float]:
@@ -137,29 +145,42 @@ def burst(cluster, partition: str) -> tuple[float, dict[str, float], float]:
     return t0, {job: at for part in parts for job, at in part.items()}, time.time()
 
 
-def allocations(log: Path) -> dict[str, float]:
-    """Each job's first allocation in slurmctld's log (local time, as slurmctld writes it)."""
-    found: dict[str, float] = {}
+def allocations(log: Path) -> dict[str, tuple[float, bool]]:
+    """Each job's first allocation in slurmctld's log (local time, as slurmctld writes it), and
+    whether backfill made it."""
+    found: dict[str, tuple[float, bool]] = {}
     for line in log.read_text(errors="replace").splitlines():
         if match := STARTED.match(line):
-            found.setdefault(match.group(2) or match.group(3), datetime.fromisoformat(match.group(1)).timestamp())
+            found.setdefault(match.group(2) or match.group(3),
+                             (datetime.fromisoformat(match.group(1)).timestamp(), match.group(3) is not None))
     return found
 
 
 def measure(cluster, name: str, partition: str) -> Run:
-    t0, submitted, burst_end = burst(cluster, partition)
+    """The burst; once it is over and the first wave has started, the first wave let end (the
+    lock its jobs wait for released); every job started, then ended."""
+    gate = cluster.directory / "jobs" / f"{name}.lock"
     log = cluster.directory / "log" / "slurmctld.log"
-    started: dict[str, float] = {}
+    found: dict[str, tuple[float, bool]] = {}
+    with gate.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        t0, submitted, burst_end = burst(cluster, partition, gate)
 
-    def all_started() -> bool:
-        started.update({job: at for job, at in allocations(log).items() if job in submitted})
-        return len(started) == len(submitted)
+        def started(count: int) -> Callable[[], bool]:
+            def enough() -> bool:
+                found.update({job: start for job, start in allocations(log).items() if job in submitted})
+                return len(found) >= count
+            return enough
 
-    wait_until(all_started, f"the {name} run's {len(submitted)} jobs to start",
-               lambda: f"{len(started)} started; squeue: {job_states(cluster, partition)}")
+        wait_until(started(FIRST_WAVE), f"the {name} run's first {FIRST_WAVE} jobs to start",
+                   lambda: f"{len(found)} started; squeue: {job_states(cluster, partition)}")
+        freed = time.time()
+    wait_until(started(len(submitted)), f"the {name} run's {len(submitted)} jobs to start",
+               lambda: f"{len(found)} started; squeue: {job_states(cluster, partition)}")
     wait_until(lambda: not job_states(cluster, partition), f"the {name} run's jobs to end",
                lambda: f"squeue: {job_states(cluster, partition)}")
-    return Run(name, t0, submitted, burst_end, started)
+    return Run(name, t0, submitted, burst_end, freed, {job: at for job, (at, _) in found.items()},
+               sum(backfill for _, backfill in found.values()))
 
 
 def job_states(cluster, partition: str) -> dict[str, int]:
@@ -208,7 +229,7 @@ def measured(directory: Path) -> dict[str, float]:
     everyone = tuple(range(1, NODES + 1))
     layout = Layout(nodes=NODES, partitions=(Partition(PEER, everyone, gated=False, default=True),
                                              Partition(GATED, everyone, gated=True)))
-    figures: dict[str, float] = {"nodes": NODES, "gpus": GPUS, "jobs": JOBS, "job_seconds": JOB_SECONDS,
+    figures: dict[str, float] = {"nodes": NODES, "gpus": GPUS, "jobs": JOBS,
                                  "poll_seconds": POLL_SECONDS, "load_1m_start": os.getloadavg()[0]}
     started = time.monotonic()
     with LiveServer(os.environ, data / "server.log") as server, \
@@ -336,28 +357,38 @@ def cpu_seconds(pids: set[int]) -> float:
 # --- where the gated run's time goes -----------------------------------------------------------------
 
 def where_the_time_goes(gated: Run, profile: dict) -> dict[str, float]:
-    """The first wave's milestones from t0, the median job's stages, and the bridge's polls
-    during the run (t0 to the last start) by part."""
+    """The gated run's milestones: the first wave's from t0 (each job registered, allocated by
+    Poolweb, granted, started by Slurm: when its FIRST_WAVE-th got there), the second wave's from
+    the moment the first was freed (the first wave's requests released, the second's allocated,
+    granted and started: when the last got there); the bridge's polls (t0 to the last start) by part."""
     from poolweb.models import Request
 
-    registered, allocated = {}, {}
-    for labels, submitted_at, allocated_at in Request.objects.values_list("labels", "submitted_at", "allocated_at"):
+    registered, allocated, released = {}, {}, {}
+    for labels, submitted_at, allocated_at, finished_at in Request.objects.values_list(
+            "labels", "submitted_at", "allocated_at", "finished_at"):
         job = labels.get("slurm_job")
         registered[job] = submitted_at.timestamp()
         if allocated_at is not None:
             allocated[job] = allocated_at.timestamp()
-    granted = {job: at for job, at in profile["granted"].items() if job in gated.submitted}
+        if finished_at is not None:
+            released[job] = finished_at.timestamp()
+    granted = profile["granted"]
+    first = {job for job, at in gated.started.items() if at <= gated.freed}
+    second = set(gated.started) - first
     figures: dict[str, float] = {}
     for stage, times in (("registered", registered), ("pool_allocated", allocated), ("granted", granted),
                          ("started", gated.started)):
-        mine = sorted(at for job, at in times.items() if job in gated.submitted)
-        if len(mine) >= FIRST_WAVE:
-            figures[f"gated_first_wave_{stage}_s"] = mine[FIRST_WAVE - 1] - gated.t0
-        stage_latency = [times[job] - at for job, at in gated.submitted.items() if job in times]
-        if stage_latency:
-            figures[f"gated_{stage}_p50_s"] = statistics.median(stage_latency)
+        mine = sorted(times[job] for job in first if job in times)
+        if len(mine) == len(first):
+            figures[f"gated_wave1_{stage}_s"] = mine[-1] - gated.t0
+    for stage, jobs, times in (("released", first, released), ("pool_allocated", second, allocated),
+                               ("granted", second, granted), ("started", second, gated.started)):
+        mine = sorted(times[job] for job in jobs if job in times)
+        if jobs and len(mine) == len(jobs):
+            figures[f"gated_wave2_{stage}_s"] = mine[-1] - gated.freed
     end = max(gated.started.values())
     polls = [poll for poll in profile["polls"] if gated.t0 <= poll["start"] <= end]
+    print_polls(polls, gated.t0)
     figures["bridge_polls"] = len(polls)
     if polls:
         spent = [poll["seconds"] for poll in polls]
@@ -367,9 +398,26 @@ def where_the_time_goes(gated: Run, profile: dict) -> dict[str, float]:
         for part in sorted({part for poll in polls for part in poll["parts"]}):
             figures[f"bridge_s_{slug(part)}"] = sum(poll["parts"].get(part, 0.0) for poll in polls)
         figures["bridge_s_other"] = sum(spent) - sum(sum(poll["parts"].values()) for poll in polls)
-    for kind, (count, seconds) in profile["http"].items():
+    calls: dict[str, list[float]] = {}
+    for poll in polls:
+        for kind, (count, seconds) in poll["calls"].items():
+            calls.setdefault(kind, [0, 0.0])
+            calls[kind][0] += count
+            calls[kind][1] += seconds
+    for kind, (count, seconds) in calls.items():
         figures[f"bridge_calls_{slug(kind)}"] = count
+        figures[f"bridge_call_s_{slug(kind)}"] = seconds
     return figures
+
+
+def print_polls(polls: list[dict], t0: float) -> None:
+    """Each poll of the gated run, to stderr: when, how long, what it planned, its longest parts."""
+    print("the bridge's polls in the gated run: start from t0, seconds, planned, parts over 0.1 s", file=sys.stderr)
+    for poll in polls:
+        planned = ", ".join(f"{count} {what}" for what, count in poll.get("planned", {}).items() if count)
+        parts = ", ".join(f"{part} {seconds:.2f}" for part, seconds in
+                          sorted(poll["parts"].items(), key=lambda item: -item[1]) if seconds >= 0.1)
+        print(f"  +{poll['start'] - t0:6.2f} s {poll['seconds']:6.2f} s  {planned or '-'}  [{parts}]", file=sys.stderr)
 
 
 def slug(text: str) -> str:
@@ -377,24 +425,29 @@ def slug(text: str) -> str:
 
 
 def compared(figures: dict[str, float]) -> dict[str, float]:
-    return {"first_wave_extra_s": figures["gated_first_wave_s"] - figures["peer_first_wave_s"],
-            "all_started_extra_s": figures["gated_all_started_s"] - figures["peer_all_started_s"],
-            "all_started_ratio": figures["gated_all_started_s"] / figures["peer_all_started_s"],
-            "latency_p50_extra_s": figures["gated_latency_p50_s"] - figures["peer_latency_p50_s"],
-            "latency_p95_extra_s": figures["gated_latency_p95_s"] - figures["peer_latency_p95_s"]}
+    """Gated minus peer (``first_wave_extra_s`` …), and gated / peer on all started."""
+    extra = {f"{key.removesuffix('_s')}_extra_s": figures[f"gated_{key}"] - figures[f"peer_{key}"] for key in
+             ("first_wave_s", "second_wave_s", "all_started_s", "wave1_latency_p50_s", "wave1_latency_p95_s",
+              "wave2_latency_p50_s", "wave2_latency_p95_s") if f"gated_{key}" in figures and f"peer_{key}" in figures}
+    return {**extra, "all_started_ratio": figures["gated_all_started_s"] / figures["peer_all_started_s"]}
 
 
 # --- the table ----------------------------------------------------------------------------------------
 
 ROWS = (
     ("submit_per_s", "sbatch/s, 4 clients"),
+    ("burst_s", f"the burst of {JOBS} (s)"),
     ("first_wave_s", f"first {FIRST_WAVE} started, from t0 (s)"),
+    ("wave1_latency_p50_s", "  their submit → start, median (s)"),
+    ("wave1_latency_p95_s", "  their submit → start, p95 (s)"),
+    ("freed_s", "first wave freed, from t0 (s)"),
+    ("second_wave_s", f"the other {JOBS - FIRST_WAVE} started, from then (s)"),
+    ("wave2_latency_p50_s", "  their start, median from then (s)"),
     ("all_started_s", f"all {JOBS} started, from t0 (s)"),
-    ("latency_p50_s", "submit → start, median (s)"),
-    ("latency_p95_s", "submit → start, p95 (s)"),
 )
-STAGES = (("registered", "registered in Poolweb"), ("pool_allocated", "allocated by Poolweb"),
-          ("granted", "granted by the bridge (scontrol release)"), ("started", "started by Slurm"))
+STAGES = (("registered", "registered in Poolweb"), ("released", "the first wave's requests released"),
+          ("pool_allocated", "allocated by Poolweb"), ("granted", "granted by the bridge (its scontrol returned)"),
+          ("started", "started by Slurm"))
 
 
 def report(figures: dict[str, float]) -> None:
@@ -404,12 +457,12 @@ def report(figures: dict[str, float]) -> None:
              "all_started_s": f"<= +{GOAL_ALL_STARTED:.0%}  {figures['all_started_ratio'] - 1:+.0%} "
                               + verdict(figures["all_started_ratio"] <= 1 + GOAL_ALL_STARTED)}
     for key, label in ROWS:
-        peer, gated = figures[f"peer_{key}"], figures[f"gated_{key}"]
+        peer, gated = figures.get(f"peer_{key}", float("nan")), figures.get(f"gated_{key}", float("nan"))
         print(f"{label:<44}{peer:>8.3g}{gated:>8.3g}{gated - peer:>+12.3g}  {goals.get(key, '')}")
-    print(f"\ngated run: per job, the median from its sbatch; the {ordinal(FIRST_WAVE)} job to get there, from t0 (s)")
+    print(f"\ngated run, when the last job of a wave got there (s): wave 1 from t0, wave 2 from its freeing")
     for stage, label in STAGES:
-        print(f"  {label:<42}{figures.get(f'gated_{stage}_p50_s', float('nan')):>8.3g}"
-              f"{figures.get(f'gated_first_wave_{stage}_s', float('nan')):>8.3g}")
+        print(f"  {label:<42}{figures.get(f'gated_wave1_{stage}_s', float('nan')):>8.3g}"
+              f"{figures.get(f'gated_wave2_{stage}_s', float('nan')):>8.3g}")
     if figures.get("bridge_polls"):
         busy = figures["bridge_busy_s"]
         print(f"\nthe bridge's {figures['bridge_polls']:.0f} polls during the gated run (t0 → last start): "
@@ -417,6 +470,11 @@ def report(figures: dict[str, float]) -> None:
               f"longest {figures['bridge_poll_max_ms']:.0f} ms")
         for key in sorted((key for key in figures if key.startswith("bridge_s_")), key=lambda key: -figures[key]):
             print(f"  {key[len('bridge_s_'):]:<42}{figures[key]:>8.2f} s {figures[key] / busy:>5.0%}")
+        print("  its calls (Slurm's run four at a time where they are many: their seconds overlap):")
+        for key in sorted((key for key in figures if key.startswith("bridge_call_s_")), key=lambda key: -figures[key]):
+            kind = key[len("bridge_call_s_"):]
+            count = figures[f"bridge_calls_{kind}"]
+            print(f"    {kind:<40}{count:>6.0f} calls{figures[key]:>8.2f} s{1000 * figures[key] / count:>8.0f} ms each")
     print(f"\nidle, polling every {POLL_SECONDS:g} s (% of a core): " + ", ".join(
         f"{name} {figures[f'idle_cpu_pct_{name}']:.1f}" for name in ("bridge", "server", "slurmctld")))
     print(f"load (1 min): {figures['load_1m_start']:.1f} at the start, {figures['load_1m_between']:.1f} between the "
@@ -443,7 +501,6 @@ class Profile:
         self.polls: list[dict] = []
         self.current: dict | None = None
         self.granted: dict[str, float] = {}
-        self.http: dict[str, list[float]] = {}
         self.lock = threading.Lock()
         self.depth = threading.local()
 
@@ -463,10 +520,14 @@ class Profile:
 
     def poll(self, function: Callable) -> Callable:
         def timed(*args, **kwargs):
-            self.current = {"start": time.time(), "parts": {}}
+            self.current = {"start": time.time(), "parts": {}, "calls": {}}  # calls: kind → [count, seconds]
             started = time.perf_counter()
             try:
-                return function(*args, **kwargs)
+                steps = function(*args, **kwargs)
+                self.current["planned"] = {"register": len(steps.register), "comments": len(steps.comments),
+                                           "grants": sum(map(len, steps.grants.values())),
+                                           "release": len(steps.release)}
+                return steps
             finally:
                 self.current["seconds"] = time.perf_counter() - started
                 self.polls.append(self.current)
@@ -486,14 +547,42 @@ class Profile:
             try:
                 return function(transport, method, path, *args, **kwargs)
             finally:
-                kind = f"{method} {re.sub(r'/[0-9]+', '/{id}', path)}"
-                with self.lock:
-                    count, seconds = self.http.get(kind, (0, 0.0))
-                    self.http[kind] = [count + 1, seconds + time.perf_counter() - started]
+                self.add(f"{method} {re.sub(r'/[0-9]+', '/{id}', path)}", time.perf_counter() - started)
         return timed
 
+    def command(self, function: Callable) -> Callable:
+        """Each Slurm command, by program and subcommand (``scontrol update`` by what it sets)."""
+        def timed(slurm, command, *args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return function(slurm, command, *args, **kwargs)
+            finally:
+                sets = sorted(word.split("=", 1)[0] for word in command[2:] if "=" in word and
+                              not word.startswith(("jobid=", "-")))
+                kind = " ".join([*command[:2], *sets]) if command[0] == "scontrol" else command[0]
+                self.add(f"{kind} ({jobs_in(command)})", time.perf_counter() - started)
+        return timed
+
+    def add(self, kind: str, seconds: float) -> None:
+        """One call of a poll (none is made outside one, but the first ``me`` and squeue)."""
+        with self.lock:
+            if self.current is not None:
+                count, total = self.current["calls"].get(kind, (0, 0.0))
+                self.current["calls"][kind] = [count + 1, total + seconds]
+
     def dump(self) -> dict:
-        return {"polls": self.polls, "granted": self.granted, "http": self.http}
+        return {"polls": self.polls, "granted": self.granted}
+
+
+def jobs_in(command: list[str]) -> str:
+    """How many jobs a Slurm command names, as a size class: 1, 2-10, 11-100, 101-1000, more."""
+    listed = next((word[len("jobid="):] for word in command if word.startswith("jobid=")), None)
+    count = len(listed.split(",")) if listed is not None else \
+        max((len(word.split(",")) for word in command[1:] if re.fullmatch(r"[0-9_,]+", word)), default=0)
+    if count <= 1:
+        return "1 job" if count else "no job list"
+    low = next(low for low in (1000, 100, 10, 1) if count > low)
+    return f"{low + 1}-{low * 10} jobs" if low < 1000 else "over 1000 jobs"
 
 
 def timed_bridge(mapping: str, out: str) -> int:
@@ -515,6 +604,7 @@ def timed_bridge(mapping: str, out: str) -> int:
         if hasattr(Api, name):
             setattr(Api, name, profile.part(part, getattr(Api, name)))
     Transport.call = profile.call(Transport.call)
+    Slurm.run = profile.command(Slurm.run)
     try:
         return cli.main(["run", "--mapping", mapping])
     finally:

@@ -1,6 +1,6 @@
 """What the Slurm bridge's gate costs (issue 19, decision 146): N one-GPU jobs into the 512 GPUs of
 one throwaway cluster (tests/slurm/cluster.py: 64 nodes × 8 fake GPUs), twice in the same run, over
-the same nodes, with the same job script (``sleep 5``: the jobs start in two waves):
+the same nodes, with the same job script:
 
 - ``peer``: partition ``open``, plain Slurm tuned as the shared note says (tests/slurm/config.py);
 - ``gated``: partition ``gpu``, held by Poolweb's job_submit.lua, with ``poolweb-slurm run``
@@ -8,21 +8,25 @@ the same nodes, with the same job script (``sleep 5``: the jobs start in two wav
   SQLite database: one pool of 512 GPUs, the fixed 1-GPU profile ``one``, one policy without quotas)
   between them. The bridge starts after the peer's run, so the peer runs on plain Slurm alone.
 
-Each run is a burst of N ``sbatch --parsable`` from 4 concurrent clients. t0 is the first sbatch
-sent, for both: the gate's cost includes what it does to the burst (the Lua plugin in sbatch's
-path, the bridge's polls on the same 2 cores); the burst's own rate is printed beside. A job's
-start is slurmctld's own time stamp at ms (LogTimeFormat=iso8601_ms: ``sched: Allocate JobId=…``,
-or backfill's ``Started JobId=…``), its submission the bench's clock when its sbatch returned.
-Figures per run: the first 512 started and all N started (from t0), latency submit → start
-(median, p95). Goals: the gated run at most 1 s behind the peer on the first 512, and at most 20 %
-on all started.
+Each run is a burst of N ``sbatch --parsable`` from 4 concurrent clients; t0 is the first sbatch
+sent, for both: the peer starts jobs during the burst, and the gate's cost includes what it does to
+the burst (the Lua plugin in sbatch's path, the bridge's polls on the same 2 cores); the burst's
+own rate is printed beside. Every job waits for a shared lock on a file (``flock -s``, no CPU)
+that the bench holds until the burst is over and the first 512 have started, then releases: the
+first wave ends at once and the other N - 512 wait for capacity in both runs, however slow the
+burst (on this machine, 25-50 sbatch/s while 512 jobs launch: with ``sleep 5`` jobs the peer
+never filled its GPUs). A job's start is slurmctld's own time stamp at ms (``sched: Allocate
+JobId=…``, or backfill's ``Started JobId=…``), its submission the bench's clock when its sbatch
+returned. Figures per run: the first 512 started (from t0), the others started (from the
+freeing), all started (from t0), latencies per job. Goals: the gated run at most 1 s behind the
+peer on the first 512, and at most 20 % on all started.
 
-Where the gated run's time goes: per job, Poolweb's ``submitted_at`` (registered) and
-``allocated_at`` (read from the database), and when the bridge's grant (``scontrol update`` and
-``release``) returned; per poll of the bridge, the wall time of each part (squeue, GET /requests
-pages, POST /requests/batch, POST /requests/actions, the scontrol calls, the plan). The bridge runs
-as ``python -m bench.slurm_bridge bridge MAPPING PROFILE``: ``poolweb-slurm run`` itself, with timers
-wrapped around its calls, writing them to PROFILE when it stops. Idle cost: the CPU the bridge, the
+Where the gated run's time goes: per job, Poolweb's ``submitted_at`` (registered), ``allocated_at``
+and ``finished_at`` (released), read from the database, and when the bridge's grant (``scontrol
+update`` and ``release``) returned; per poll of the bridge, the wall time of each part and of each
+Slurm command and HTTP call. The bridge runs as ``python -m bench.slurm_bridge bridge MAPPING
+PROFILE``: ``poolweb-slurm run`` itself, with timers wrapped around its calls, writing them to
+PROFILE when it stops; its polls' timeline goes to stderr. Idle cost: the CPU the bridge, the
 server and slurmctld use while nothing is submitted, before the gated burst.
 
 Needs root and Debian's Slurm; skips, saying why, without them. ``BENCH_SHORT=1``: 4 nodes, 40

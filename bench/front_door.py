@@ -16,6 +16,8 @@ Scenarios (N = 1000 one-GPU jobs, one pool of 512 GPUs, the fixed 1-GPU profile 
 - ``preempt``: 512 low-priority jobs fill the pool; their holders follow ``/ws/events/`` and
   release on ``preempting``; 32 high-priority submissions → all 32 allocated.
 - ``single``: one client on a quiet server: ``GET /management``, ``POST /requests``, release.
+- ``actions``: one client keeps 500 live requests alive: 500 ``POST …/heartbeat`` calls, beside
+  one ``POST /requests/actions`` call with the 500 (decision 141).
 - ``flat``: with the switch off, three batches of N into one queue (0→1k→2k→3k), then N into a
   queue of 20,000 (the rest stored directly): each batch's rate beside the first's.
 
@@ -34,12 +36,12 @@ import time
 from pathlib import Path
 
 from bench import front_door_scenarios as scenarios
-from bench.front_door_scenarios import CLIENTS, GPUS, POLL_SECONDS
+from bench.front_door_scenarios import CLIENTS, GPUS, HEARTBEATS, POLL_SECONDS
 from bench.results import child_figures, merge_section
 from bench.runtime import postgres_database
 
 WEB_PROCESSES = int(os.environ.get("BENCH_WEB_PROCESSES", "2"))  # one per core, on both databases
-PHASES = ("baseline", "submit", "waves", "preempt", "single", "flat")
+PHASES = ("baseline", "submit", "waves", "preempt", "single", "actions", "flat")
 
 
 # --- the parent: one child per database -----------------------------------------------------------
@@ -84,6 +86,9 @@ ROWS = (
     ("management_p50_ms", "GET /management p50, one client (ms)", ("<=", 3, 3)),
     ("single_submit_p50_ms", "POST /requests p50, one client (ms)", None),
     ("single_release_p50_ms", "POST …/release p50, one client (ms)", None),
+    ("heartbeats_each_s", f"{HEARTBEATS} heartbeats, one call each (s)", None),
+    ("heartbeats_batch_s", "  in one /requests/actions call (s)", None),
+    ("heartbeats_each_vs_batch", "  one call each / one call", None),
 )
 
 

@@ -4,6 +4,7 @@ server's database: the bench reads ``allocated_at`` and stores the big queue dir
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 
@@ -20,6 +21,7 @@ BIG_QUEUE = sized(20_000, 200)
 REPEATS = sized(3, 1)
 WARM_CALLS = sized(100, 4)
 SINGLE_CALLS = sized(200, 10)  # one client's submissions and releases; 1.5 times as many reads
+HEARTBEATS = sized(500, 20)  # live requests one client keeps alive: one /requests/actions call's most
 POLL_SECONDS = 0.05  # how often a polling client looks
 
 DOCUMENT = {
@@ -229,6 +231,28 @@ def single(site) -> dict:
     spent = {name: latencies(calls) for name, calls in
              (("management", management), ("single_submit", submits), ("single_release", releases))}
     return {f"{name}_{p}_ms": percentile(values, int(p[1:])) for name, values in spent.items() for p in ("p50", "p95")}
+
+
+def actions(site) -> dict:
+    """One client (the admin, as a bridge is) renews the leases of HEARTBEATS live requests: one
+    ``POST …/heartbeat`` each, then one ``POST /requests/actions`` for them all, REPEATS times
+    each over its kept-alive connection; the median wall time of each (decision 141)."""
+    site.switch(True)
+    ids = [call.id for call in site.submit(HEARTBEATS)]
+    site.poll(lambda pool: pool["running"] >= HEARTBEATS)
+    body = {"action": "heartbeat", "requests": [{"id": request_id} for request_id in ids]}
+    each, batch = [], []
+    for _ in range(REPEATS):
+        calls = [site.admin.timed("POST", f"/api/v1/requests/{request_id}/heartbeat") for request_id in ids]
+        assert all(call.status == 200 for call in calls), {call.status for call in calls}
+        each.append(calls[-1].ended - calls[0].started)
+        started = time.time()
+        status, raw = site.admin.call("POST", "/api/v1/requests/actions", body)
+        batch.append(time.time() - started)
+        assert status == 200 and {r["status"] for r in json.loads(raw)["results"]} == {200}, raw[:300]
+    finish_everything(site)
+    found = {"heartbeats_each_s": statistics.median(each), "heartbeats_batch_s": statistics.median(batch)}
+    return {**found, "heartbeats_each_vs_batch": found["heartbeats_each_s"] / found["heartbeats_batch_s"]}
 
 
 def flat(site) -> dict:

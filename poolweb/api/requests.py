@@ -11,7 +11,10 @@ value means no filter; another user's request answers 404, as a missing one does
 DATA_UPLOAD_MAX_MEMORY_SIZE is a 413; a user with ``POOLWEB_MAX_PENDING_PER_USER`` pending
 requests gets 429 for one more (a retried ``Idempotency-Key`` still returns its request:
 ``services.requests.submit`` says the order). A submission with ``owner`` is for that user, by an
-account granted ``poolweb.submit_for_others`` (decision 131); ``api.request_batch`` takes many.
+account granted ``poolweb.submit_for_others`` (decision 131); ``api.request_batch`` takes many,
+and ``api.request_actions`` heartbeats, releases or cancels many with this module's
+``read_action_body`` and ``action_answer``. ``label=k=v`` filters by a label, by the
+submission's label rules (decision 140).
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ API_MD_OPERATIONS = [
     ("POST", "/config/draft/validate"), ("POST", "/config/draft/preview"), ("POST", "/config/draft/provision"),
     ("GET", "/config/versions"), ("GET", "/config/versions/{n}"), ("POST", "/config/versions/{n}/restore"),
     ("GET", "/management"), ("PUT", "/management"),
-    ("POST", "/requests"), ("POST", "/requests/batch"), ("GET", "/requests"), ("GET", "/requests/{id}"),
+    ("POST", "/requests"), ("POST", "/requests/batch"), ("POST", "/requests/actions"), ("GET", "/requests"),
+    ("GET", "/requests/{id}"),
     ("POST", "/requests/{id}/heartbeat"), ("POST", "/requests/{id}/release"), ("POST", "/requests/{id}/cancel"),
     ("GET", "/pools"), ("GET", "/pools/{name}/queue"), ("GET", "/pools/{name}/running"), ("GET", "/policies"),
     ("GET", "/requests/{id}/history"), ("GET", "/health"),
@@ -191,6 +192,8 @@ def mutated(base: dict):
 AIMED_BODIES = {
     ("POST", "/requests"): st.sampled_from(SUBMISSIONS).flatmap(mutated),
     ("PUT", "/config/draft"): mutated(document()),
+    ("POST", "/requests/actions"): st.sampled_from(["heartbeat", "release", "cancel"]).flatmap(
+        lambda action: mutated({"action": action, "requests": [{"id": 1, "attempt": 1}, {"id": 2}, {"id": 3}]})),
 }
 
 

@@ -39,6 +39,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.documents import two_teams
 from bench.results import child_figures, merge_section
 from bench.runtime import postgres_database
 
@@ -55,11 +56,7 @@ DOCUMENT = {
         {"name": "two", "resources": {"gpu": 2}, "connections": [{"pool": "h100"}], "policies": ["dev", "research"]},
         {"name": "half", "resources": {"gpu": 0.5}, "connections": [{"pool": "a100"}], "policies": ["dev", "research"]},
     ],
-    "policies": [
-        {"name": "dev", "group": "dev", "quotas": [{"scope": "*", "key": "gpu", "reserved": 4, "limit": 8}]},
-        {"name": "research", "group": "research", "priority": 10,
-         "quotas": [{"scope": "*", "key": "gpu", "reserved": 4, "limit": 12}]},
-    ],
+    "policies": two_teams(),
 }
 # (second, fault); the pass loop's stop lasts past POOLWEB_LOCK_WAIT_SECONDS (set to 5 below).
 FAULTS = ((6, "kill pass loop"), (12, "kill web server"), (18, "kill worker"), (24, "restart PostgreSQL"),

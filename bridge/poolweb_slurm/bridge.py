@@ -74,7 +74,7 @@ class Bridge:
             stop.wait(min(wait * 2 ** failures, LONGEST_WAIT) if failures else wait)
 
     def poll(self) -> Plan:
-        jobs = self.slurm.jobs()  # Slurm first: a request registered meanwhile is found by its key
+        jobs = self.slurm.jobs()  # then Poolweb: what it decided meanwhile is acted on in this poll
         requests = {**self.ended, **self.live_requests()}
         now = self.clock()
         catalogue = self.current_catalogue(now) if needs_registration(jobs, requests) else None
@@ -91,7 +91,10 @@ class Bridge:
         labels, submitted by someone else, is not a job's). The newest wins should two name a job."""
         if self.account is None:
             me = self.api.me()
-            self.account = me.username if me else None
+            if me is None:
+                raise PoolctlError(f"the Poolweb server at {self.api.url} is older than the bridge: it has no GET /me",
+                                   "upgrade it")
+            self.account = me.username
         listed = self.api.list(state=sorted(LIVE), labels={"slurm_cluster": self.mapping.cluster}, limit=LISTED_MOST)
         by_job: dict[str, Request] = {}
         for request in sorted(listed, key=lambda request: request.id):
@@ -119,7 +122,8 @@ class Bridge:
         failed = self.on_slurm("held again (requeued)", self.slurm.requeue_held, steps.requeue)
         failed |= self.on_slurm("held again", self.slurm.hold, steps.hold)
         for reason, jobs in grouped(steps.cancel_jobs).items():
-            failed |= self.on_slurm(f"cancelled ({reason})", lambda jobs, why=reason: self.slurm.cancel(jobs, why), jobs)
+            failed |= self.on_slurm(f"cancelled ({reason})", lambda jobs, why=reason: self.slurm.cancel(jobs, why),
+                                    jobs)
         signalled = {job: requests[job].attempt for job in steps.signals}
         signal_failed = self.on_slurm(f"sent SIG{self.mapping.bridge.preemption_signal}",
                                       lambda jobs: self.slurm.signal(jobs, self.mapping.bridge.preemption_signal),

@@ -78,10 +78,12 @@ def run(mapping: BridgeMapping, api: Api) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     slurm = Slurm(partitions=list(mapping.pools))
-    slurm.jobs()  # Slurm reachable before the first poll, or the start fails loudly
+    slurm.jobs()  # Slurm and Poolweb reachable before the first poll, or the start fails loudly
+    bridge = Bridge(mapping, api, slurm)
+    bridge.current_catalogue(bridge.clock())  # logs what the mapping names and Poolweb lacks
     logging.getLogger("poolweb_slurm").info("bridge of cluster %s: partitions %s, Poolweb at %s", mapping.cluster,
                                             ", ".join(mapping.pools), api.url)
-    Bridge(mapping, api, slurm).run(stop)
+    bridge.run(stop)
     return 0
 
 

@@ -73,11 +73,11 @@ def plan(jobs: Sequence[Job], requests: Mapping[str, Request], *, mapping: Bridg
     configuration was not read (no job needed registering): jobs without a request then wait."""
     steps = Plan()
     seen = set()
-    for job in jobs:
+    for job in sorted(jobs, key=submission_order):  # registered in Slurm's order: Poolweb serves equals by it
         seen.add(job.id)
         request = requests.get(job.id)
         if request is None:
-            unknown(steps, job, mapping, catalogue)
+            unknown(steps, job, mapping, catalogue, now)
         elif request.state in LIVE:
             live(steps, job, request, mapping, memory, now)
         else:
@@ -88,9 +88,16 @@ def plan(jobs: Sequence[Job], requests: Mapping[str, Request], *, mapping: Bridg
     return steps
 
 
-def unknown(steps: Plan, job: Job, mapping: BridgeMapping, catalogue: Catalogue | None) -> None:
-    """A job Poolweb has no request for that the bridge knows of: register it, or say why not."""
-    if job.ended or catalogue is None:
+def submission_order(job: Job) -> tuple[datetime, int, int]:
+    """Oldest first; squeue lists newest first. ``12_3`` after ``12_2``, both after ``11``."""
+    base, _, task = job.id.partition("_")
+    return job.submitted, int(base) if base.isdigit() else 0, int(task) if task.isdigit() else -1
+
+
+def unknown(steps: Plan, job: Job, mapping: BridgeMapping, catalogue: Catalogue | None, now: datetime) -> None:
+    """A job Poolweb has no request for that the bridge knows of: register it, or say why not.
+    A job held until a time of its user's (``sbatch --begin``) is registered at that time."""
+    if job.ended or catalogue is None or (job.held and job.eligible is not None and job.eligible > now):
         return
     mapped = map_job(mapping, catalogue, job)
     if isinstance(mapped, Submission):
@@ -159,15 +166,15 @@ def preempting(steps: Plan, job: Job, request: Request, mapping: BridgeMapping, 
     stop(steps, job, request)
 
 
-def grace_end(request: Request, mapping: BridgeMapping, signalled: datetime | None) -> datetime:
+def grace_end(request: Request, mapping: BridgeMapping, signalled: datetime) -> datetime:
     """The bridge's grace ends before Poolweb's (one poll early, so Poolweb never evicts a job that
     still runs) and after ``grace_seconds`` when that is shorter."""
     ends = []
     if request.grace_ends_at is not None:
         ends.append(request.grace_ends_at - timedelta(seconds=mapping.bridge.poll_seconds))
-    if mapping.bridge.grace_seconds is not None and signalled is not None:
+    if mapping.bridge.grace_seconds is not None:
         ends.append(signalled + timedelta(seconds=mapping.bridge.grace_seconds))
-    return min(ends) if ends else signalled or datetime.min
+    return min(ends, default=signalled)
 
 
 def stop(steps: Plan, job: Job, request: Request) -> None:

@@ -28,7 +28,7 @@ from datetime import datetime
 # squeue -O fields, in the order parsed.
 COLUMNS = ("JobID", "ArrayJobID", "ArrayTaskID", "UserName", "Account", "Partition", "State", "Reason",
            "PriorityLong", "tres-per-job", "tres-per-node", "tres-per-task", "NumNodes", "NumTasks",
-           "tres-alloc", "SubmitTime", "Name", "Comment")
+           "tres-alloc", "SubmitTime", "EligibleTime", "Name", "Comment")
 COMMENT_LENGTH = 200  # squeue shows it whole; a reason and a position fit in much less
 # A job in one of these states has ended; squeue -t all shows it for MinJobAge (300 s by default).
 ENDED_STATES = frozenset({"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
@@ -65,6 +65,7 @@ class Job:
     # gpus, cpus and memory are what a pending job asks for; a running one's are what Slurm
     # allocated (memory only where it allocates memory: SelectTypeParameters=CR_*_Memory).
     submitted: datetime
+    eligible: datetime | None  # when a pending job may start at the earliest (sbatch --begin); None: now
     name: str
     held: bool  # pending with priority 0: the gate's hold (JobHeldUser), requeuehold's, an operator's
 
@@ -119,7 +120,9 @@ class Slurm:
         them on its nodes. A job that could not be moved is not released."""
         if not jobs:
             return
-        update = ["scontrol", "update", f"jobid={','.join(jobs)}", f"partition={partition}"]
+        # starttime=now: a requeued job waits out a BeginTime Slurm set (two minutes), which would
+        # leave Poolweb's grant idle; the bridge registers no job before its own --begin time.
+        update = ["scontrol", "update", f"jobid={','.join(jobs)}", f"partition={partition}", "starttime=now"]
         try:
             self.run(update + ([f"comment={printable(comment)}"] if comment else []))
         except SlurmError as moved_not_all:
@@ -246,8 +249,17 @@ def parse_job(record: str, marks: Marks) -> Job:
                account=absent(row["Account"]), partitions=tuple(row["Partition"].split(",")), state=row["State"],
                reason=row["Reason"], comment=absent(row["Comment"]), gpus=requested_gpus(row),
                cpus=int(tres.get("cpu", "0")), memory_mib=memory_mib(tres.get("mem", "0")),
-               submitted=datetime.fromisoformat(row["SubmitTime"]), name=row["Name"],
+               submitted=datetime.fromisoformat(row["SubmitTime"]), eligible=local_time(row["EligibleTime"]),
+               name=row["Name"],
                held=row["State"] == "PENDING" and priority == 0)
+
+
+def local_time(text: str) -> datetime | None:
+    """squeue's local time without a zone (``2026-12-04T15:45:48``), made aware; None for ``N/A``."""
+    try:
+        return datetime.fromisoformat(text).astimezone()
+    except ValueError:
+        return None
 
 
 def absent(value: str) -> str:

@@ -21,12 +21,21 @@ from tests.browser.steps import (
 )
 
 
-def widen_h100(page, gpu: str) -> None:
+def h100_widened(page):
+    """``page`` with the editor open and h100 widened from 8 to 16 GPUs in the draft."""
+    open_editor(page)
     card(page, "Pool h100").get_by_role("button", name="Edit h100").click()
     form = dialog(page, "Edit pool h100")
-    form.get_by_label("gpu", exact=True).fill(gpu)
+    form.get_by_label("gpu", exact=True).fill("16")
     form.get_by_role("button", name="Save").click()
     expect(card(page, "Pool h100")).to_contain_text("Changed: capacity")
+    return page
+
+
+def provision_dialog(page):
+    """The Provision dialog, opened."""
+    button(page, "Provision").click()
+    return dialog(page, "Provision")
 
 
 def test_preview_shows_what_provisioning_would_do(visit, demo):
@@ -35,9 +44,7 @@ def test_preview_shows_what_provisioning_would_do(visit, demo):
     for _ in range(3):
         waiting = submit(demo.author, "dev", "2xgpu")
     assert [r.state for r in Request.objects.order_by("id")] == ["allocated", "allocated", "allocated", "pending"]
-    page = visit(demo.author)
-    open_editor(page)
-    widen_h100(page, "16")
+    page = h100_widened(visit(demo.author))
 
     button(page, "Preview impact").click()
 
@@ -55,12 +62,9 @@ def test_preview_shows_what_provisioning_would_do(visit, demo):
 
 
 def test_provision_with_a_comment_shows_under_versions(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
-    widen_h100(page, "16")
+    page = h100_widened(visit(demo.author))
 
-    button(page, "Provision").click()
-    form = dialog(page, "Provision")
+    form = provision_dialog(page)
     expect(form.get_by_role("region", name="Preview")).to_contain_text("Granted")
     form.get_by_label("Comment").fill("two more H100 boxes")
     screenshot(page, "provision")
@@ -81,11 +85,9 @@ def test_provision_with_a_comment_shows_under_versions(visit, demo):
 def test_the_comment_and_buttons_stay_in_sight_and_a_long_preview_says_there_is_more(visit, demo):
     page = visit(demo.author)
     page.set_viewport_size({"width": 1024, "height": 600})
-    open_editor(page)
-    widen_h100(page, "16")
+    h100_widened(page)
 
-    button(page, "Provision").click()
-    form = dialog(page, "Provision")
+    form = provision_dialog(page)
     expect(form.get_by_role("region", name="Preview")).to_contain_text("Usage before and after")
 
     expect(form.get_by_text("More below: scroll the preview.")).to_be_visible()
@@ -99,8 +101,7 @@ def test_a_draft_equal_to_the_live_version_is_not_provisioned_and_the_editor_say
     page = visit(demo.author)
     open_editor(page)
 
-    button(page, "Provision").click()
-    dialog(page, "Provision").get_by_role("button", name="Confirm provision").click()
+    provision_dialog(page).get_by_role("button", name="Confirm provision").click()
 
     expect(say(page)).to_have_text("Nothing provisioned: the draft configures exactly what version 1 does.")
     expect(say(page)).to_be_focused()
@@ -108,9 +109,7 @@ def test_a_draft_equal_to_the_live_version_is_not_provisioned_and_the_editor_say
 
 
 def test_a_draft_made_before_another_provision_asks_before_it_replaces_it(visit, demo):
-    page = visit(demo.author)
-    open_editor(page)
-    widen_h100(page, "16")
+    page = h100_widened(visit(demo.author))
     button(page, "Save").click()
     expect(say(page)).to_have_text("Draft saved.")
     elsewhere = demo_document()
@@ -118,8 +117,7 @@ def test_a_draft_made_before_another_provision_asks_before_it_replaces_it(visit,
     config_provision_document(document=elsewhere, author=demo.author, comment="a100 doubled elsewhere")
     expect(page.locator("#provisioned-notice")).to_contain_text("Version 2 was provisioned by alice")
 
-    button(page, "Provision").click()
-    form = dialog(page, "Provision")
+    form = provision_dialog(page)
     form.get_by_role("button", name="Confirm provision").click()
 
     stale = form.locator("[data-stale]")
@@ -170,9 +168,9 @@ def test_an_administrator_rebuilds_the_demo_by_hand_and_provisions_it(visit, ali
     button(page, "Preview impact").click()
     expect(dialog(page, "Preview")).to_contain_text("No current request would be granted")
     dialog(page, "Preview").get_by_role("button", name="Close").click()
-    button(page, "Provision").click()
-    dialog(page, "Provision").get_by_label("Comment").fill("the demo, by hand")
-    dialog(page, "Provision").get_by_role("button", name="Confirm provision").click()
+    form = provision_dialog(page)
+    form.get_by_label("Comment").fill("the demo, by hand")
+    form.get_by_role("button", name="Confirm provision").click()
 
     expect(page.locator(".notice.success")).to_have_text("Version 1 is provisioned and live.")
     expect(page.locator("svg.lines path")).to_have_count(7)

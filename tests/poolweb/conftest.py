@@ -12,6 +12,7 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from bench.documents import two_teams
 from poolweb.models import Request
 from poolweb.services import config as config_services
 
@@ -39,11 +40,7 @@ def document(**overrides) -> dict:
             {"name": "job", "resources": {"gpu": 1}, "dynamic": True, "connections": [{"pool": "h100"}],
              "policies": ["dev"]},
         ],
-        "policies": [
-            {"name": "dev", "group": "dev", "quotas": [{"scope": "*", "key": "gpu", "reserved": 4, "limit": 8}]},
-            {"name": "research", "group": "research", "priority": 10,
-             "quotas": [{"scope": "*", "key": "gpu", "reserved": 4, "limit": 12}]},
-        ],
+        "policies": two_teams(),
     }
     doc.update(overrides)
     return doc

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from reconcile import Config, Policy, Pool, Profile, Quota, Request, Snapshot, State, Vector
+from reconcile import Config, Policy, Pool, Profile, Quota, Reason, Request, Snapshot, State, Vector
 from reconcile.model import ALL_POOLS
 from reconcile.quantity import parse_quantity
 
@@ -58,6 +59,13 @@ def req(id: int, policy: str, profile: str, *, preemptible: bool = True, at_s: f
     return Request(id, policy, profile, vector, submitted, state=state, preemptible=preemptible, max_retries=retries,
                    pool=pool, allocated_at=allocated, held_pool=held,
                    lease_expires_at=allocated + timedelta(days=1) if allocated else None)
+
+
+def preempting(request: Request, by: int, since_s: float = 990,
+               reason: Reason = Reason.PREEMPTED_BY_PRIORITY) -> Request:
+    """``request`` already chosen as a victim of ``by`` at ``since_s``; the grace is 30 s, so it
+    is not over at 1000 (``snapshot``'s now)."""
+    return replace(request, state=State.PREEMPTING, preempted_by=by, preempted_at=at(since_s), reason=reason)
 
 
 def snapshot(cfg: Config, *requests: Request, now: float = 1000, enabled: bool = True) -> Snapshot:

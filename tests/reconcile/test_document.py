@@ -400,23 +400,23 @@ def test_no_warnings_are_given_for_a_document_with_errors():
 def test_the_api_example_parses_and_every_default_is_written_out():
     parsed = parse_document(API_EXAMPLE)
     assert parsed.errors == () and parsed.warnings == ()
+    # The example's first pool, profile and policy state every field already: they come back as
+    # they are; the second of each gains its defaults.
+    complete = {part: API_EXAMPLE[part][0] for part in ("pools", "profiles", "policies")}
     assert to_document(parsed.config, version=3) == {
         "version": 3,
         "pools": [
-            {"name": "bare-metal", "description": "", "capacity": {"gpu": 8}, "execution_order": ["4xgpu"]},
+            complete["pools"],
             {"name": "h100", "description": "", "capacity": {"gpu": 8, "mcpu": 256000},
              "execution_order": ["2xgpu", "4xgpu"]},
         ],
         "profiles": [
-            {"name": "4xgpu", "description": "", "resources": {"gpu": 4}, "dynamic": False,
-             "connections": [{"pool": "bare-metal", "name": "4 GPU Low End"}, {"pool": "h100", "name": "4 GPU H100"}],
-             "policies": ["dev", "research"]},
+            complete["profiles"],
             {"name": "2xgpu", "description": "", "resources": {"gpu": 2}, "dynamic": False,
              "connections": [{"pool": "h100", "name": "h100"}], "policies": ["research"]},
         ],
         "policies": [
-            {"name": "dev", "description": "", "group": "dev", "priority": 0,
-             "quotas": [{"scope": "*", "key": "gpu", "reserved": 8, "limit": 16}]},
+            complete["policies"],
             {"name": "research", "description": "", "group": "research", "priority": 0,
              "quotas": [{"scope": "*", "key": "gpu", "reserved": 8, "limit": 16},
                         {"scope": "h100", "key": "gpu", "limit": 8}]},

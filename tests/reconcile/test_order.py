@@ -12,16 +12,10 @@ import pytest
 
 from reconcile import Reason, Request, State
 from reconcile.ordering import service_key, victim_key
-from tests.reconcile.builders import at, config, policy, pool, profile, req, snapshot
+from tests.reconcile.builders import at, config, policy, pool, preempting, profile, req, snapshot
 from tests.reconcile.cases import Case, case_id, outcome
 
 ALLOCATED = State.ALLOCATED
-
-
-def preempting(request: Request, by: int, since_s: float = 990,
-               reason: Reason = Reason.PREEMPTED_BY_PRIORITY) -> Request:
-    """``request`` already chosen as a victim of ``by`` at ``since_s`` (grace not over at 1000)."""
-    return replace(request, state=State.PREEMPTING, preempted_by=by, preempted_at=at(since_s), reason=reason)
 
 
 def lease_ran_out(request: Request, at_s: float) -> Request:

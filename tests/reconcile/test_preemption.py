@@ -14,16 +14,10 @@ from reconcile import Reason, Request, Snapshot, State, plan
 from reconcile.lifecycle import release
 from reconcile.transition import carry_out
 from tests.reconcile.actions import acted
-from tests.reconcile.builders import T0, at, config, policy, pool, profile, req, snapshot
+from tests.reconcile.builders import T0, at, config, policy, pool, preempting, profile, req, snapshot
 from tests.reconcile.cases import Case, case_id, describe
 
 ALLOCATED = State.ALLOCATED
-
-
-def preempting(request: Request, by: int, since_s: float = 990,
-               reason: Reason = Reason.PREEMPTED_BY_PRIORITY) -> Request:
-    """``request`` already chosen as a victim of ``by`` at ``since_s``; the grace is 30 s."""
-    return replace(request, state=State.PREEMPTING, preempted_by=by, preempted_at=at(since_s), reason=reason)
 
 
 def released(request: Request) -> Request:

@@ -50,3 +50,15 @@ def cluster_directory() -> Iterator[Callable[[], Path]]:
 def cluster(cluster_directory) -> Iterator[Cluster]:
     with Cluster.started(cluster_directory(), Layout(nodes=4)) as started:
         yield started
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing test of the bridge shows the bridge's log and what squeue showed then."""
+    outcome = yield
+    report = outcome.get_result()
+    bridge = item.funcargs.get("bridge") if hasattr(item, "funcargs") else None
+    if report.failed and report.when == "call" and hasattr(bridge, "output"):
+        report.sections.append(("bridge log", bridge.output()[-8000:]))
+        report.sections.append(("squeue", bridge.site.cluster.run("squeue", "-o", "%i %T %P %a %r %k",
+                                                                  check=False).stdout))

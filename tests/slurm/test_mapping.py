@@ -4,7 +4,6 @@ mapping_file.py, decision 130): pure tables, no Slurm and no Poolweb."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
 from typing import Any, NamedTuple
 
 import pytest
@@ -12,48 +11,7 @@ import pytest
 from poolweb_slurm.mapping import Catalogue, Refusal, Submission, map_job, problems
 from poolweb_slurm.mapping_file import MappingError, load_mapping, parse_mapping
 from poolweb_slurm.slurm import Job
-
-FILE = "/etc/poolweb/slurm-bridge.toml"
-
-# ClearML's setup (docs/slurm.md §5): two 8-GPU pools, a 4-GPU profile on both (Bare Metal
-# first), a 1-GPU profile on bare-metal only, and a dynamic one.
-LIVE = {
-    "pools": [{"name": "bare-metal", "capacity": {"gpu": 8}}, {"name": "h100", "capacity": {"gpu": 8}}],
-    "profiles": [
-        {"name": "4xgpu", "resources": {"gpu": 4, "mcpu": 32000, "memory_mb": 200000},
-         "connections": [{"pool": "bare-metal"}, {"pool": "h100"}], "policies": ["dev", "research"]},
-        {"name": "4xgpu-small", "resources": {"gpu": 4, "mcpu": 8000},
-         "connections": [{"pool": "bare-metal"}, {"pool": "h100"}], "policies": ["research"]},
-        {"name": "1xgpu", "resources": {"gpu": 1, "mcpu": 8000}, "connections": [{"pool": "bare-metal"}],
-         "policies": ["dev"]},
-        {"name": "job", "resources": {"gpu": 1}, "dynamic": True,
-         "connections": [{"pool": "bare-metal"}, {"pool": "h100"}], "policies": ["dev", "research"]},
-    ],
-    "policies": [{"name": "dev"}, {"name": "research"}],
-}
-
-MAPPING = """\
-cluster = "clearml"
-
-[pools]
-bare-metal = "bare-metal"
-h100 = "h100"
-
-[jobs]
-partitions = "any"
-
-[accounts.ml]
-policy = "research"
-preemptible = false
-retries = 1
-"""
-
-
-def job(**changes: Any) -> Job:
-    return dataclasses.replace(Job(
-        id="12", array_task=None, user="ann", account="dev", partitions=("bare-metal",), state="PENDING",
-        reason="JobHeldUser", comment="", gpus=4, cpus=16, memory_mib=16384, submitted=datetime(2026, 12, 3),
-        name="train", held=True), **changes)
+from tests.slurm.examples import FILE, LIVE, MAPPING, job
 
 
 def submission(policy: str, profile: str, *, job_id: str = "12", account: str = "dev", preemptible: bool = True,

@@ -5,37 +5,12 @@ actions. Pure: no Slurm, no Poolweb."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
-from poolctl.models import Request
-
-from poolweb_slurm.mapping import Catalogue
 from poolweb_slurm.mapping_file import parse_mapping
 from poolweb_slurm.plan import Memory, Plan, plan
-from tests.slurm.test_mapping import LIVE, MAPPING, job
-
-NOW = datetime(2026, 12, 4, 12, 0, tzinfo=timezone.utc)
-MAPPED = parse_mapping(MAPPING + "[bridge]\npoll_seconds = 1\ncomment_seconds = 10\n", "/etc/poolweb/slurm-bridge.toml")
-CATALOGUE = Catalogue.from_document(LIVE)
-
-HELD = job(held=True, state="PENDING", reason="JobHeldUser", gpus=4, cpus=8, memory_mib=0)
-RELEASED = dataclasses.replace(HELD, held=False, reason="Resources")
-RUNNING = dataclasses.replace(HELD, held=False, state="RUNNING", reason="None", partitions=("h100",))
-ENDED = dataclasses.replace(RUNNING, state="COMPLETED")
-
-
-def request(state: str, **changes: Any) -> Request:
-    values: dict[str, Any] = dict(id=41, state=state, policy="dev", profile="4xgpu", attempt=1, max_retries=3,
-                                  reason="Waiting", message="waiting for 4 gpu on bare-metal", lease_seconds=600,
-                                  labels={"slurm_cluster": "clearml", "slurm_job": "12"})
-    if state in {"allocated", "preempting"}:
-        values.update(pool="h100", reason="Granted", message="granted on pool h100", lease_expires_at=NOW +
-                      timedelta(seconds=590), allocated_at=NOW - timedelta(seconds=10))
-    if state == "preempting":
-        values.update(reason="Reclaimed", message="reclaimed for request 50", preempted_by=50,
-                      grace_ends_at=NOW + timedelta(seconds=20))
-    return Request(**{**values, **changes})
+from tests.slurm.examples import CATALOGUE, ENDED, HELD, MAPPED, MAPPING, NOW, RELEASED, RUNNING, request
 
 
 def planned(slurm_job, poolweb_request=None, memory: Memory | None = None, now: datetime = NOW, **given) -> Plan:
@@ -203,8 +178,21 @@ def test_a_job_whose_request_poolweb_ended_is_cancelled_with_the_reason():
 
 def test_a_rejected_held_job_stays_held_with_the_reason():
     rejected = request("rejected", reason="ExceedsLimit", message="4 gpu is over dev's limit of 2 gpu")
-    only(planned(HELD, rejected), comments={"12": "poolweb: request 41 is rejected: 4 gpu is over dev's limit of 2 gpu"})
+    only(planned(HELD, rejected),
+         comments={"12": "poolweb: request 41 is rejected: 4 gpu is over dev's limit of 2 gpu"})
 
 
 def test_an_ended_job_with_an_ended_request_is_left_alone():
     only(planned(ENDED, request("released")))
+
+
+def test_new_jobs_are_registered_in_slurm_s_order_of_submission():
+    jobs = [dataclasses.replace(HELD, id=job_id) for job_id in ("13", "12_2", "9", "12_1")]
+    steps = plan(jobs, {}, mapping=MAPPED, catalogue=CATALOGUE, memory=Memory(), now=NOW)
+    assert [submission.job for submission in steps.register] == ["9", "12_1", "12_2", "13"]
+
+
+def test_a_job_held_until_its_own_begin_time_is_registered_then():
+    later = dataclasses.replace(HELD, eligible=NOW + timedelta(minutes=5))
+    only(planned(later))
+    assert planned(later, now=NOW + timedelta(minutes=5)).register

@@ -104,3 +104,15 @@ async def nothing_more(communicator) -> bool:
 def payloads(messages: list[dict]) -> list[dict]:
     return [message["data"] for message in messages]
 
+
+async def gets_next(communicator, event: tuple[str, dict, object]) -> bool:
+    """Whether ``event`` (``pool(n)``, ``request_of(user, n)``), written now, is the next message the
+    stream sends: the stream goes on."""
+    await write([event])
+    return payloads(await receive(communicator, 1)) == [event[1]]
+
+
+async def resyncs_then_goes_on(communicator) -> bool:
+    """Whether the stream's next message is ``resync``, and a new event still follows it."""
+    return await receive(communicator, 1) == [{"type": "resync"}] and await gets_next(communicator, pool(99))
+

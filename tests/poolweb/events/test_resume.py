@@ -15,8 +15,10 @@ from poolweb.realtime.relay import current_relay
 from poolweb.services.events import prune
 from poolweb.services.tokens import token_issue
 
-from .streams import (  # noqa: F401 (quick_stream is a fixture)
-    TIMEOUT, connect, in_event_loop, nothing_more, payloads, pool, quick_stream, receive, refusal, request_of, write,
+from .streams import quick_stream  # noqa: F401 (an autouse fixture: the streams here poll often)
+from .streams import (
+    TIMEOUT, connect, gets_next, in_event_loop, nothing_more, payloads, pool, receive, refusal, request_of,
+    resyncs_then_goes_on, write,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -37,8 +39,7 @@ async def test_resuming_returns_exactly_the_missed_events_then_new_ones(bob, car
     await stream.send_json_to({"resume_from": last})
 
     assert payloads(await receive(stream, 2)) == [{"name": "h100", "n": 3}, {"id": 5, "owner": "bob"}]
-    await write([pool(6)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 6}]
+    assert await gets_next(stream, pool(6))
     assert await nothing_more(stream)
     await stream.disconnect()
 
@@ -66,9 +67,7 @@ async def test_resuming_from_the_newest_event_returns_only_new_ones(bob):
     await stream.send_json_to({"resume_from": seqs[-1]})
     assert await nothing_more(stream)
 
-    await write([pool(3)])
-
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 3}]
+    assert await gets_next(stream, pool(3))
     await stream.disconnect()
 
 
@@ -80,9 +79,7 @@ async def test_resync_when_the_missed_events_are_no_longer_kept(bob):
 
     await stream.send_json_to({"resume_from": seqs[1]})  # seqs[2] is pruned
 
-    assert await receive(stream, 1) == [{"type": "resync"}]
-    await write([pool(9)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 9}]
+    assert await resyncs_then_goes_on(stream)
     await stream.disconnect()
 
 
@@ -119,8 +116,7 @@ async def test_a_slow_client_catches_up_from_the_outbox_without_a_gap(settings, 
     await stream.send_json_to({"resume_from": None})
 
     assert [m["data"]["n"] for m in await receive(stream, 10)] == list(range(10))
-    await write([pool(10)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 10}]
+    assert await gets_next(stream, pool(10))
     await stream.disconnect()
 
 
@@ -200,9 +196,7 @@ async def test_a_prune_just_before_the_first_page_is_read_gives_resync(monkeypat
 
     await stream.send_json_to({"resume_from": seqs[0]})
 
-    assert await receive(stream, 1) == [{"type": "resync"}]
-    await write([pool(9)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 9}]
+    assert await resyncs_then_goes_on(stream)
     await stream.disconnect()
 
 
@@ -240,8 +234,7 @@ async def test_a_resume_after_the_start_window_still_gets_exactly_the_missed_eve
     await stream.send_json_to({"resume_from": seqs[1]})
 
     assert [m["data"]["n"] for m in await receive(stream, 3)] == [2, 3, 4]
-    await write([pool(5)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 5}]
+    assert await gets_next(stream, pool(5))
     assert await nothing_more(stream)
     await stream.disconnect()
 
@@ -250,14 +243,11 @@ async def test_a_resume_after_the_start_window_still_gets_exactly_the_missed_eve
 async def test_a_late_resume_that_missed_events_gets_resync_never_an_older_event(no_start_window, bob):
     seqs = await write([pool(n) for n in range(3)])
     stream = await connect(bob)
-    await write([pool(3)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 3}]  # sent from now
+    assert await gets_next(stream, pool(3))  # sent from now
 
     await stream.send_json_to({"resume_from": seqs[0]})  # it missed 1 and 2, which cannot come now
 
-    assert await receive(stream, 1) == [{"type": "resync"}]
-    await write([pool(4)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 4}]
+    assert await resyncs_then_goes_on(stream)
     await stream.disconnect()
 
 
@@ -265,8 +255,7 @@ async def test_a_late_resume_that_missed_events_gets_resync_never_an_older_event
 async def test_a_late_resume_judged_just_before_a_prune_still_gets_resync(no_start_window, monkeypatch, bob):
     seqs = await write([pool(n) for n in range(3)])
     stream = await connect(bob)
-    await write([pool(3)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 3}]
+    assert await gets_next(stream, pool(3))
     judge = outbox.must_resync
 
     def judge_then_prune(resume_from: int) -> bool:
@@ -286,14 +275,12 @@ async def test_a_late_resume_judged_just_before_a_prune_still_gets_resync(no_sta
 async def test_a_late_resume_that_missed_nothing_it_may_see_just_goes_on(no_start_window, bob, carol):
     seqs = await write([pool(1), request_of(carol, 2)])  # carol's is not bob's to see
     stream = await connect(bob)
-    await write([pool(3)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 3}]
+    assert await gets_next(stream, pool(3))
 
     await stream.send_json_to({"resume_from": seqs[0]})
 
     assert await nothing_more(stream)
-    await write([pool(4)])
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 4}]
+    assert await gets_next(stream, pool(4))
     await stream.disconnect()
 
 

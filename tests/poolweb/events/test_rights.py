@@ -12,8 +12,10 @@ from django.contrib.sessions.models import Session
 from poolweb.realtime import auth
 from poolweb.services.tokens import token_create, token_revoke
 
-from .streams import (  # noqa: F401 (quick_stream is a fixture)
-    _session_cookie, connect, in_event_loop, nothing_more, payloads, pool, quick_stream, receive, refusal, request_of, write,
+from .streams import quick_stream  # noqa: F401 (an autouse fixture: the streams here poll often)
+from .streams import (
+    _session_cookie, connect, gets_next, in_event_loop, nothing_more, payloads,
+    pool, receive, refusal, request_of, write,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,8 +45,7 @@ update_user = database_sync_to_async(_update_user)
 @in_event_loop
 async def test_a_deactivated_users_stream_closes_before_another_users_request_reaches_it(check_rarely, alice, bob):
     stream = await connect(alice)  # an admin: sees bob's requests
-    await write([request_of(bob, 1)])
-    assert payloads(await receive(stream, 1)) == [{"id": 1, "owner": "bob"}]
+    assert await gets_next(stream, request_of(bob, 1))
 
     await update_user(alice, is_active=False)
     await write([request_of(bob, 2)])
@@ -109,9 +110,7 @@ async def test_a_stream_whose_rights_hold_keeps_going(check_often, bob):
     stream = await connect(bob)
     assert await nothing_more(stream)  # several checks passed
 
-    await write([request_of(bob, 1)])
-
-    assert payloads(await receive(stream, 1)) == [{"id": 1, "owner": "bob"}]
+    assert await gets_next(stream, request_of(bob, 1))
     await stream.disconnect()
 
 

@@ -16,8 +16,9 @@ from poolweb.asgi import application
 from poolweb.realtime import auth, consumer
 from poolweb.services.tokens import token_issue
 
-from .streams import (  # noqa: F401 (quick_stream is a fixture)
-    TIMEOUT, connect, in_event_loop, nothing_more, payloads, pool, quick_stream, receive, refusal, request_of, write,
+from .streams import quick_stream  # noqa: F401 (an autouse fixture: the streams here poll often)
+from .streams import (
+    TIMEOUT, connect, gets_next, in_event_loop, nothing_more, payloads, pool, receive, refusal, request_of, write,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,9 +45,7 @@ async def test_a_new_connection_starts_from_now(bob):
     await write([pool(1)])
     stream = await connect(bob)
 
-    await write([pool(2)])
-
-    assert payloads(await receive(stream, 1)) == [{"name": "h100", "n": 2}]
+    assert await gets_next(stream, pool(2))
     assert await nothing_more(stream)
     await stream.disconnect()
 
@@ -98,9 +97,7 @@ async def test_a_token_signs_in_an_anonymous_connection(bob):
     await stream.send_json_to({"token": token, "resume_from": None})
     await stream.receive_nothing(timeout=0.2)  # signed in: the stream starts from now
 
-    await write([request_of(bob, 1)])
-
-    assert payloads(await receive(stream, 1)) == [{"id": 1, "owner": "bob"}]
+    assert await gets_next(stream, request_of(bob, 1))
     await stream.disconnect()
 
 
@@ -250,9 +247,7 @@ async def test_a_refused_client_does_not_disturb_the_others(bob):
     await bad.send_to(text_data="garbage")
     await refusal(bad)
 
-    await write([pool(1)])
-
-    assert payloads(await receive(good, 1)) == [{"name": "h100", "n": 1}]
+    assert await gets_next(good, pool(1))
     await bad.disconnect()
     await good.disconnect()
 

@@ -1,0 +1,109 @@
+"""How the bridge carries a plan out when part of it fails (bridge/poolweb_slurm/bridge.py,
+decision 133): a request is released only once its job's Slurm action went through, and a
+registration Poolweb refuses goes into the job's comment and is tried again later. Slurm and
+Poolweb here are recorders that fail on demand — the failures a real cluster gives only by
+accident; the real ones are in test_bridge.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from poolctl.models import BatchResult, Issue
+
+from poolweb_slurm.bridge import REFUSED_SECONDS, Bridge
+from poolweb_slurm.mapping import Submission
+from poolweb_slurm.plan import Plan
+from poolweb_slurm.slurm import SlurmError
+from tests.slurm.examples import MAPPED, NOW, request
+
+
+class RecordingSlurm:
+    def __init__(self, failing: dict[str, str] | None = None):
+        self.failing = failing or {}
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def act(self, name: str, jobs) -> None:
+        self.calls.append((name, list(jobs)))
+        if failed := {job: self.failing[job] for job in jobs if job in self.failing}:
+            raise SlurmError(f"scontrol {name}", failed)
+
+    def requeue_held(self, jobs):
+        self.act("requeuehold", jobs)
+
+    def hold(self, jobs):
+        self.act("hold", jobs)
+
+    def cancel(self, jobs, reason):
+        self.act("scancel", jobs)
+
+    def signal(self, jobs, signal):
+        self.act("signal", jobs)
+
+    def grant(self, jobs, *, partition, comment=""):
+        self.act(f"grant {partition}", jobs)
+
+    def set_comments(self, comments):
+        self.act("comment", comments)
+        self.comments = dict(comments)
+
+
+class RecordingApi:
+    def __init__(self, submitted: list[BatchResult] | None = None):
+        self.submitted = submitted or []
+        self.calls: list[tuple[str, list[int]]] = []
+
+    def act_many(self, action, requests):
+        self.calls.append((action, [r.id for r in requests]))
+        return [BatchResult(status=200, request=r) for r in requests]
+
+    def submit_batch(self, items):
+        self.calls.append(("submit", [item["idempotency_key"] for item in items]))
+        return self.submitted
+
+
+def bridge(slurm: RecordingSlurm, api: RecordingApi) -> Bridge:
+    return Bridge(MAPPED, api, slurm, clock=lambda: NOW)  # type: ignore[arg-type]
+
+
+def test_a_request_is_released_only_once_its_job_is_held_again():
+    slurm, api = RecordingSlurm(failing={"12": "Job is currently completing"}), RecordingApi()
+    stopped, other = request("preempting", id=41), request("preempting", id=42)
+    steps = Plan(requeue={"12": "preempted", "13": "preempted"}, release=[("12", stopped), ("13", other)])
+
+    bridge(slurm, api).carry_out(steps, {}, NOW)
+
+    assert ("requeuehold", ["12", "13"]) in slurm.calls
+    assert api.calls == [("release", [42])]  # 41 waits for the next poll, which finds its job as it is then
+    assert slurm.comments == {"13": "preempted"}
+
+
+def test_a_signal_that_failed_is_sent_again_next_poll():
+    slurm, api = RecordingSlurm(failing={"12": "Invalid job id"}), RecordingApi()
+    running = bridge(slurm, api)
+    running.carry_out(Plan(signals=["12", "13"]), {"12": request("preempting"), "13": request("preempting")}, NOW)
+    assert running.signalled == {("13", 1): NOW}
+
+
+def test_a_registration_poolweb_refuses_is_explained_in_the_comment_and_tried_again_later():
+    refused = BatchResult(status=400, errors=(Issue("owner", "unknown_user", "no user nobody"),))
+    slurm, api = RecordingSlurm(), RecordingApi(submitted=[refused])
+    submission = Submission(job="12", owner="nobody", body={"policy": "dev"}, idempotency_key="slurm:clearml:12")
+    running = bridge(slurm, api)
+
+    running.register([submission], NOW)
+    assert slurm.comments == {"12": "poolweb: Poolweb refused to register it: owner: no user nobody"}
+
+    running.register([submission], NOW + timedelta(seconds=REFUSED_SECONDS - 1))
+    assert [call for call in api.calls if call[0] == "submit"] == [("submit", ["slurm:clearml:12"])]
+    running.register([submission], NOW + timedelta(seconds=REFUSED_SECONDS))
+    assert len([call for call in api.calls if call[0] == "submit"]) == 2
+
+
+def test_a_registration_that_finds_an_ended_request_is_remembered_for_the_plan():
+    expired = request("expired", id=41)
+    slurm, api = RecordingSlurm(), RecordingApi(submitted=[BatchResult(status=200, request=expired)])
+    running = bridge(slurm, api)
+    running.register([Submission(job="12", owner="ann", body={}, idempotency_key="slurm:clearml:12")], NOW)
+    assert running.ended == {"12": expired}
+    running.forget({"13"})  # job 12 left squeue
+    assert running.ended == {}

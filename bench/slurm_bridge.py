@@ -31,7 +31,7 @@ cost: the CPU the bridge, the server and slurmctld use while nothing is submitte
 gated burst.
 
 Needs root and Debian's Slurm; skips, saying why, without them. ``BENCH_SHORT=1``: 4 nodes, 40
-jobs, nothing written. Prints a table and merges a "slurm_bridge" section into bench/results.json.
+jobs, nothing written. Prints a table and writes the "slurm_bridge" section of bench/results.json.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from bench.results import merge_section, percentile, sized
+from bench.results import now, percentile, sized, update_results
 from bench.slurm_bridge_report import compared, report, where_the_time_goes
 from bench.slurm_bridge_timing import BridgeProcess, bridge_running
 
@@ -215,7 +215,9 @@ def main() -> None:
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     report(figures)
-    merge_section("slurm_bridge", figures, "measured_at")
+    # The section is replaced, not merged: which kinds of calls the bridge made varies from run to run.
+    update_results(lambda results: results.update(slurm_bridge={
+        **{key: round(value, 3) for key, value in figures.items()}, "measured_at": now()}))
 
 
 def measured(directory: Path) -> dict[str, float]:

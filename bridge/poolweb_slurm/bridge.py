@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 
@@ -36,6 +37,9 @@ BUSY_SECONDS = 10.0  # ... after 429 (the user's pending cap), sooner
 AGAIN_SECONDS = 0.25  # the next poll after one that acted: the pass it asked for has likely run
 LONGEST_WAIT = 30.0  # the backoff's cap while Slurm or Poolweb cannot be read
 LISTED_MOST = 1_000_000  # live requests the bridge reads a poll: all of them
+REGISTERED_MOST = 250  # new jobs registered a poll: ~1-2 s of the server's time; the rest the next poll
+COMMENT_SECONDS = 1.0  # writing comments, a poll; a waiting job's text is its own scontrol call (~0.1 s)
+COMMENTS_A_CALL = 8  # distinct texts per set_comments, which runs them 4 at a time
 
 
 def utcnow() -> datetime:
@@ -118,7 +122,10 @@ class Bridge:
 
     def carry_out(self, steps: Plan, requests: dict[str, Request], now: datetime) -> None:
         """Slurm's part first, taking back before giving: a job is held again before another is
-        released. Then Poolweb's: a request is released only when its job's action succeeded."""
+        released. Then Poolweb's: a request is released only when its job's action succeeded.
+        Then new jobs, at most ``REGISTERED_MOST`` a poll, and last the comments, within
+        ``COMMENT_SECONDS`` a poll: a burst of waiting jobs (each text its own ``scontrol``
+        call) must not hold up the grants and releases of the next poll (decision 133)."""
         failed = self.on_slurm("held again (requeued)", self.slurm.requeue_held, steps.requeue)
         failed |= self.on_slurm("held again", self.slurm.hold, steps.hold)
         for reason, jobs in grouped(steps.cancel_jobs).items():
@@ -133,13 +140,14 @@ class Bridge:
             pool = self.mapping.pools[partition]
             self.on_slurm(f"granted on {partition}", lambda jobs, partition=partition, pool=pool: self.slurm.grant(
                 jobs, partition=partition, comment=comment(f"granted on pool {pool}")), jobs)
-        taken_back = {job: why for job, why in {**steps.requeue, **steps.hold}.items() if job not in failed}
-        self.write_comments({**steps.comments, **taken_back}, now)
 
         self.on_poolweb("release", [request for job, request in steps.release if job not in failed])
         self.on_poolweb("cancel", steps.cancel_requests)
         self.on_poolweb("heartbeat", steps.heartbeats)
-        self.register(steps.register, now)
+        self.register(steps.register[:REGISTERED_MOST], now)
+
+        taken_back = {job: why for job, why in {**steps.requeue, **steps.hold}.items() if job not in failed}
+        self.write_comments({**taken_back, **steps.comments}, now, budget=COMMENT_SECONDS)
 
     def on_slurm(self, done: str, action: Callable[[list[str]], None], jobs: Iterable[str]) -> set[str]:
         """Runs one batched Slurm action; the jobs it failed for (all, when Slurm named none)."""
@@ -156,16 +164,20 @@ class Bridge:
         log.info("%s: %s", done, listing(jobs))
         return set()
 
-    def write_comments(self, comments: dict[str, str], now: datetime) -> None:
-        if not comments:
-            return
-        try:
-            self.slurm.set_comments(comments)
-            failed: set[str] = set()
-        except SlurmError as failure:
-            failed = set(comments) if "*" in failure.failures else set(failure.failures)
-            log.warning("comments not written for %s: %s", listing(failed), failure)
-        self.commented.update({job: now for job in comments if job not in failed})
+    def write_comments(self, comments: dict[str, str], now: datetime, budget: float | None = None) -> None:
+        """In the order given, a few texts at a time, until ``budget`` seconds have gone; what is
+        left is planned again by the next poll."""
+        started = time.monotonic()
+        texts = grouped(comments)
+        while texts and (budget is None or time.monotonic() - started < budget):
+            chunk = {job: text for text in list(texts)[:COMMENTS_A_CALL] for job in texts.pop(text)}
+            try:
+                self.slurm.set_comments(chunk)
+                failed: set[str] = set()
+            except SlurmError as failure:
+                failed = set(chunk) if "*" in failure.failures else set(failure.failures)
+                log.warning("comments not written for %s: %s", listing(failed), failure)
+            self.commented.update({job: now for job in chunk if job not in failed})
 
     def on_poolweb(self, action: str, requests: Sequence[Request]) -> None:
         """``POST /requests/actions``, in batches; a refused item is logged and left for the next

@@ -67,7 +67,7 @@ class BridgeSettings:
     lease_seconds: int = 600  # each request's lease: how long the bridge may be away before its jobs' grants end
     preemption_signal: str = "TERM"  # sent to a preempted job's batch script and steps
     grace_seconds: int | None = None  # from that signal to the requeue; None: until Poolweb's grace ends
-    comment_seconds: float = 10.0  # a waiting job's position is rewritten at most this often
+    comment_seconds: float = 10.0  # a waiting job's comment (place, reason) is rewritten at most this often
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,6 @@ does what the first poll after the change would have done. The table it follows,
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -36,7 +35,6 @@ from poolweb_slurm.slurm import Job, printable
 
 LIVE = frozenset({"pending", "allocated", "preempting"})
 HEARTBEAT_AT = 2 / 3  # of the lease gone: a heartbeat every third of a lease, so two may be lost
-POSITION = re.compile(r"#\d+ ")  # a waiting job's place in its comment
 
 
 @dataclass(frozen=True)
@@ -124,17 +122,17 @@ def live(steps: Plan, job: Job, request: Request, mapping: BridgeMapping, memory
 def pending(steps: Plan, job: Job, request: Request, mapping: BridgeMapping, memory: Memory,
             now: datetime) -> None:
     """The job waits for Poolweb: held, its reason and place in its comment. A job that is not
-    held (its grant ended after the grace, an operator released it) is held again."""
+    held (its grant ended after the grace, an operator released it) is held again.
+
+    The comment is rewritten at most every ``comment_seconds``: the place, and the numbers in the
+    reason, change at every grant, and each waiting job's text is its own ``scontrol`` call."""
     place = f"#{request.position} in line for {request.queue_pool}: " if request.position else ""
     reason = comment(f"{place}{request.message or request.reason or 'waiting'}")
     if not job.held:
         take_back(steps, job, comment(f"{request.message or 'its grant ended'}: held again until Poolweb grants it"))
         return
-    if reason == job.comment:
-        return
     last = memory.commented.get(job.id)
-    only_moved = POSITION.sub("", reason) == POSITION.sub("", job.comment)
-    if not only_moved or last is None or now - last >= timedelta(seconds=mapping.bridge.comment_seconds):
+    if last is None or now - last >= timedelta(seconds=mapping.bridge.comment_seconds):
         write(steps, job, reason)
 
 

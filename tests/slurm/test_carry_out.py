@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from poolctl.models import BatchResult, Issue
 
-from poolweb_slurm.bridge import REFUSED_SECONDS, Bridge
+from poolweb_slurm.bridge import REFUSED_SECONDS, REGISTERED_MOST, Bridge
 from poolweb_slurm.mapping import Submission
 from poolweb_slurm.plan import Plan
 from poolweb_slurm.slurm import SlurmError
@@ -107,3 +107,22 @@ def test_a_registration_that_finds_an_ended_request_is_remembered_for_the_plan()
     assert running.ended == {"12": expired}
     running.forget({"13"})  # job 12 left squeue
     assert running.ended == {}
+
+
+def test_a_poll_registers_at_most_registered_most_jobs_then_writes_comments_last():
+    slurm, api = RecordingSlurm(), RecordingApi()
+    submissions = [Submission(job=str(n), owner="ann", body={}, idempotency_key=f"slurm:clearml:{n}")
+                   for n in range(REGISTERED_MOST + 50)]
+    api.submitted = [BatchResult(status=201, request=request("pending", id=n)) for n in range(REGISTERED_MOST)]
+    bridge(slurm, api).carry_out(Plan(register=submissions, comments={"7": "poolweb: #1 in line"}), {}, NOW)
+    assert api.calls == [("submit", [f"slurm:clearml:{n}" for n in range(REGISTERED_MOST)])]
+    assert slurm.calls[-1] == ("comment", ["7"])
+
+
+def test_comments_beyond_the_budget_are_left_for_the_next_poll():
+    slurm, api = RecordingSlurm(), RecordingApi()
+    running = bridge(slurm, api)
+    running.write_comments({"7": "poolweb: #1 in line", "8": "poolweb: #2 in line"}, NOW, budget=0)
+    assert slurm.calls == [] and running.commented == {}
+    running.write_comments({"7": "poolweb: #1 in line", "8": "poolweb: #2 in line"}, NOW, budget=10)
+    assert running.commented == {"7": NOW, "8": NOW}

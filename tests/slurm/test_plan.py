@@ -67,20 +67,13 @@ def test_a_comment_already_right_is_not_written_again():
     only(planned(held, request("pending", position=3, queue_pool="bare-metal")))
 
 
-def test_a_new_place_alone_is_written_at_most_every_comment_seconds():
+def test_a_waiting_job_s_comment_is_rewritten_at_most_every_comment_seconds():
     held = dataclasses.replace(HELD, comment="poolweb: #3 in line for bare-metal: waiting for 4 gpu on bare-metal")
-    moved = request("pending", position=2, queue_pool="bare-metal")
-    recently = Memory(commented={"12": NOW - timedelta(seconds=5)})
-    only(planned(held, moved, recently))
-    long_ago = Memory(commented={"12": NOW - timedelta(seconds=10)})
-    assert planned(held, moved, long_ago).comments["12"].startswith("poolweb: #2 in line")
-
-
-def test_a_new_reason_is_written_at_once():
-    held = dataclasses.replace(HELD, comment="poolweb: #3 in line for bare-metal: waiting for 4 gpu on bare-metal")
-    steps = planned(held, request("pending", position=3, queue_pool="bare-metal", message="over dev's limit"),
-                    Memory(commented={"12": NOW}))
-    assert steps.comments == {"12": "poolweb: #3 in line for bare-metal: over dev's limit"}
+    for changed in (request("pending", position=2, queue_pool="bare-metal"),
+                    request("pending", position=3, queue_pool="bare-metal", message="over dev's limit")):
+        only(planned(held, changed, Memory(commented={"12": NOW - timedelta(seconds=9)})))
+        written = planned(held, changed, Memory(commented={"12": NOW - timedelta(seconds=10)})).comments
+        assert written["12"] != held.comment
 
 
 def test_a_running_job_whose_request_is_pending_again_is_requeued_held():

@@ -2,10 +2,10 @@
 process, the pass loop and the worker agree on, so any process answers a scrape alike and
 nothing is counted in a process's memory.
 
-A fixed handful of queries whatever the number of requests: unfinished requests grouped by state,
-policy and pool (one); the policies' live usage as ``GET /policies`` computes it
-(``selectors.live.policy_states``: the live configuration and the live requests); the stored
-totals (two); the last pass record and the worker's last pass task (one each).
+A fixed handful of queries whatever the number of requests: the policies' live usage as
+``GET /policies`` computes it (``selectors.live.policy_usage``: the live configuration, the live
+requests, pending requests grouped by policy and queue pool), from which the requests are counted
+too; the stored totals (two); the last pass record and the worker's last pass task (one each).
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from django.db.models import Count
+from collections import Counter
 
 from poolweb.models import DecisionTotal, HistogramTotal, PassRecord
-from poolweb.models import Request as RequestRow
 from poolweb.selectors.health import worker_seen_at
-from poolweb.selectors.live import PolicyState, policy_states
-from reconcile import UNFINISHED_STATES, State
+from poolweb.selectors.live import PolicyState, PolicyUsage, policy_usage
+from reconcile import ALL_POOLS, State
+
+PENDING = State.PENDING.value
 
 
 class RequestCount(NamedTuple):
@@ -56,19 +57,24 @@ class Readings:
 
 
 def metric_readings() -> Readings:
-    return Readings(request_counts(), policy_states(), decision_counts(), histograms(),
+    usage = policy_usage()
+    return Readings(request_counts(usage), usage.policies, decision_counts(), histograms(),
                     PassRecord.objects.order_by("-started_at").first(), worker_seen_at())
 
 
-def request_counts() -> list[RequestCount]:
-    """Unfinished requests per state, policy and pool, in one grouped query."""
-    grouped = (RequestRow.objects.filter(state__in=UNFINISHED_STATES).order_by()
-               .values("state", "policy", "pool", "queue_pool").annotate(n=Count("id"))
-               .values_list("state", "policy", "pool", "queue_pool", "n"))
-    counts: dict[tuple[str, str, str], int] = {}
-    for state, policy, pool, queue_pool, n in grouped:
-        at = (state, policy, (queue_pool if state == State.PENDING.value else pool) or "")
-        counts[at] = counts.get(at, 0) + n
+def request_counts(usage: PolicyUsage) -> list[RequestCount]:
+    """Unfinished requests per state, policy and pool, from what ``policy_usage`` read: the live
+    requests, and the pending ones counted per policy and queue pool ("*": all of the policy's)."""
+    counts: Counter[tuple[str, str, str]] = Counter(
+        (request.state.value, request.policy, request.pool or "") for request in usage.live)
+    placed: Counter[str] = Counter()
+    for (policy, pool), n in usage.pending.items():
+        if pool != ALL_POOLS:
+            counts[(PENDING, policy, pool)] += n
+            placed[policy] += n
+    for (policy, pool), n in usage.pending.items():
+        if pool == ALL_POOLS and n > placed[policy]:
+            counts[(PENDING, policy, "")] += n - placed[policy]  # not yet placed by a pass
     return sorted(RequestCount(*at, n) for at, n in counts.items())
 
 

@@ -29,7 +29,7 @@ KINDS = {"grants": "grant", "preemptions": "preemption", "evictions": "eviction"
 GRANT_WAIT = "grant_wait"
 PASS_DURATION = "pass_duration"
 BOUNDS = {
-    GRANT_WAIT: (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 28800, 86400),
+    GRANT_WAIT: (1, 10, 30, 60, 120, 300, 900, 1800, 3600, 14400, 43200, 86400),
     PASS_DURATION: (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 }
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
-
-from django.db.models import F
 
 from poolweb.models import DecisionTotal, HistogramTotal
 from reconcile import Plan, Request
@@ -49,30 +47,48 @@ def totals_add_pass(*, decided: Plan, requests: dict[int, Request], written: Col
             if kind == "grant" and request.attempt == 1:
                 waits.setdefault(request.policy, []).append((decided.now - request.submitted_at).total_seconds())
     _count(counts)
-    for policy, seconds in waits.items():
-        histogram_observe(GRANT_WAIT, policy, seconds)
+    histograms_observe(GRANT_WAIT, waits)
 
 
 def _count(counts: Counter[tuple[str, str, str]]) -> None:
-    """One UPDATE per (kind, policy, reason) the pass decided, an INSERT the first time: a handful."""
-    for (kind, policy, reason), n in counts.items():
-        rows = DecisionTotal.objects.filter(decision=kind, policy=policy, reason=reason)
-        if not rows.update(count=F("count") + n):
-            DecisionTotal.objects.create(decision=kind, policy=policy, reason=reason, count=n)
+    """Add to the rows of the (kind, policy, reason) the pass decided: one read, one bulk UPDATE,
+    one bulk INSERT for those counted the first time, whatever the number of policies."""
+    if not counts:
+        return
+    rows = {(row.decision, row.policy, row.reason): row for row in
+            DecisionTotal.objects.select_for_update().filter(decision__in={kind for kind, _, _ in counts})}
+    for key, n in counts.items():
+        if key in rows:
+            rows[key].count += n
+    DecisionTotal.objects.bulk_update([rows[key] for key in counts if key in rows], ["count"])
+    DecisionTotal.objects.bulk_create([DecisionTotal(decision=kind, policy=policy, reason=reason, count=n)
+                                       for (kind, policy, reason), n in counts.items()
+                                       if (kind, policy, reason) not in rows])
 
 
 def histogram_observe(family: str, label: str, values: Iterable[float]) -> None:
-    """Add ``values`` (seconds) to the family's histogram of ``label``; in the caller's transaction,
-    under the pass lock (the row is read, then written)."""
+    histograms_observe(family, {label: list(values)})
+
+
+def histograms_observe(family: str, values: Mapping[str, Iterable[float]]) -> None:
+    """Add ``values`` (label → seconds) to the family's histograms, in one read and a bulk UPDATE
+    and INSERT; in the caller's transaction, under the pass lock (the rows are read, then written,
+    and locked on PostgreSQL besides)."""
+    if not values:
+        return
     bounds = BOUNDS[family]
-    row = HistogramTotal.objects.select_for_update().filter(family=family, label=label).first()
-    if row is None:
-        row = HistogramTotal(family=family, label=label, buckets=[0] * (len(bounds) + 1))
-    for value in values:
-        row.buckets[bisect_left(bounds, value)] += 1  # a value on a bound counts in it (le)
-        row.count += 1
-        row.total += value
-    row.save()
+    rows = {row.label: row for row in
+            HistogramTotal.objects.select_for_update().filter(family=family, label__in=list(values))}
+    new = {label: HistogramTotal(family=family, label=label, buckets=[0] * (len(bounds) + 1))
+           for label in values if label not in rows}
+    for label, observed in values.items():
+        row = rows.get(label) or new[label]
+        for value in observed:
+            row.buckets[bisect_left(bounds, value)] += 1  # a value on a bound counts in it (le)
+            row.count += 1
+            row.total += value
+    HistogramTotal.objects.bulk_update(list(rows.values()), ["buckets", "count", "total"])
+    HistogramTotal.objects.bulk_create(list(new.values()))
 
 
 def cumulative(family: str, buckets: list[int]) -> list[tuple[str, int]]:

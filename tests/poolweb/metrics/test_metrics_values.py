@@ -175,3 +175,15 @@ def test_before_any_pass_the_families_are_there_without_samples(db, metrics_on):
     assert families() == FAMILIES
     assert ("poolweb_last_pass_timestamp_seconds", labels()) not in samples
     assert not [key for key in samples if key[0] == "poolweb_requests"]
+
+
+def test_totals_of_many_policies_are_added_in_one_go(db):
+    """services.totals adds to existing rows and creates missing ones alike, in one pass's call."""
+    from poolweb.services.totals import histograms_observe
+
+    DecisionTotal.objects.create(decision="grant", policy="a", reason="Granted", count=5)
+    histograms_observe("grant_wait", {"a": [0.5, 10]})
+    histograms_observe("grant_wait", {"a": [3600], "b": [90000]})
+    rows = {row.label: (row.buckets, row.count, row.total) for row in HistogramTotal.objects.all()}
+    assert rows == {"a": ([1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0], 3, 3610.5),
+                    "b": ([0] * 12 + [1], 1, 90000)}

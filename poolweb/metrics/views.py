@@ -54,7 +54,7 @@ def scrape_refusal(request: HttpRequest) -> HttpResponse | None:
     return None
 
 
-def _address_allowed(address: str, allowed) -> bool:
+def _address_allowed(address: str, allowed: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]) -> bool:
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:  # "unknown": no peer address (a Unix socket)

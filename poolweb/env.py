@@ -49,6 +49,19 @@ def env_choice(name: str, choices: tuple[str, ...]) -> str:
     return value
 
 
+TOKEN_MIN_LENGTH = 16
+
+
+def env_token(name: str) -> str:
+    """A shared secret, or "" when unset: at least 16 printable ASCII characters without spaces, so a
+    guessable one stops the start rather than guarding an endpoint."""
+    value = os.environ.get(name, "").strip()
+    if value and (len(value) < TOKEN_MIN_LENGTH or not all("!" <= c <= "~" for c in value)):
+        raise ImproperlyConfigured(f"{name} must be at least {TOKEN_MIN_LENGTH} printable ASCII characters "
+                                   "without spaces")
+    return value
+
+
 def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     """Comma-separated addresses or networks (``127.0.0.1, 10.0.0.0/8, ::1``); none by default."""
     items = [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]

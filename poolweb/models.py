@@ -323,3 +323,35 @@ class PassTaskFlag(models.Model):
     pass loop only)."""
 
     raised = models.BooleanField(default=False)
+
+
+class DecisionTotal(models.Model):
+    """How many decisions of one kind (``grant``, ``preemption``, …) for one policy and reason the
+    passes have committed, ever: the counters of ``/metrics`` (decision 150). Added to in the
+    pass's own transaction, so a decision rolled back or dropped as a conflict is not counted, and
+    nothing prunes it, so a counter never goes down (pass records and the outbox are pruned)."""
+
+    decision = models.CharField(max_length=16)
+    policy = models.CharField(max_length=NAME_LENGTH)
+    reason = models.CharField(max_length=32, choices=Request.REASONS)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["decision", "policy", "reason"], name="one_decision_total")]
+
+
+class HistogramTotal(models.Model):
+    """A cumulative histogram of ``/metrics`` (decision 151): ``family`` (``grant_wait`` per policy,
+    ``pass_duration`` with no label) and what it has observed, ever. ``buckets`` counts the
+    observations per bound of the family's bounds (``services.totals``), not cumulatively, the
+    one past the last bound (+Inf) at the end; ``total`` is their sum in seconds. Written by
+    passes only, under the pass lock, in their own transaction."""
+
+    family = models.CharField(max_length=32)
+    label = models.CharField(max_length=NAME_LENGTH, blank=True)
+    buckets = models.JSONField(default=list)
+    count = models.BigIntegerField(default=0)
+    total = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["family", "label"], name="one_histogram_per_label")]

@@ -17,7 +17,8 @@ from django.core.checks.security.base import (
     SECRET_KEY_INSECURE_PREFIX, SECRET_KEY_MIN_LENGTH, SECRET_KEY_MIN_UNIQUE_CHARACTERS,
 )
 
-from poolweb.env import ImproperlyConfigured, env_bool, env_choice, env_int, env_mail_server, env_networks, env_str
+from poolweb.env import (ImproperlyConfigured, env_bool, env_choice, env_int, env_mail_server, env_networks, env_str,
+                         env_token)
 from poolweb.private_files import open_private, private_directory, tighten
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -287,6 +288,10 @@ POOLWEB = {
     "MAX_PENDING_PER_USER": env_int("POOLWEB_MAX_PENDING_PER_USER", 10_000, minimum=1, maximum=10_000_000),
     # API tokens one user may have; creating one more is refused until one is revoked.
     "MAX_TOKENS_PER_USER": env_int("POOLWEB_MAX_TOKENS_PER_USER", 100, minimum=1, maximum=1_000_000),
+    # Who may scrape /metrics (poolweb/metrics/views.py): a bearer token, client addresses or
+    # networks, or both; neither: /metrics is off (404).
+    "METRICS_TOKEN": env_token("POOLWEB_METRICS_TOKEN"),
+    "METRICS_ALLOW": env_networks("POOLWEB_METRICS_ALLOW"),
     # Finished requests (released, expired, …) are forgotten after this many days.
     "REQUESTS_KEPT_DAYS": env_int("POOLWEB_REQUESTS_KEPT_DAYS", 30, minimum=1, maximum=36500),
 }

@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.permissions import AllowAny
 
 from poolweb.accounts import account_paths
+from poolweb.metrics.views import metrics
 
 
 def favicon(request: HttpRequest) -> HttpResponse:
@@ -21,6 +22,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include(account_paths())),
     path("api/v1/", include("poolweb.api.urls")),
+    path("metrics", metrics, name="metrics"),  # Prometheus's conventional address, outside the API
     # The contract is public; every endpoint it describes still asks who is calling.
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny]), name="schema"),
     # Swagger UI with its settings as a script of their own (?script), not inline: the page's policy

@@ -78,13 +78,17 @@ def _before(snapshot: Snapshot, provisioned_at: datetime) -> Snapshot:
         if not (r.state.live and r.allocated_at is not None and r.allocated_at >= provisioned_at)))
 
 
+def worker_seen_at() -> datetime | None:
+    """When the worker last finished a pass task (the periodic one runs every minute)."""
+    return Task.objects.filter(func__in=PASS_TASKS).order_by("-stopped").values_list("stopped", flat=True).first()
+
+
 def health(now: datetime) -> Health:
     passes = settings.POOLWEB["PASSES"]
     try:
         connection.ensure_connection()
         last_pass = PassRecord.objects.order_by("-started_at").first()
-        seen = (Task.objects.filter(func__in=PASS_TASKS).order_by("-stopped").values_list("stopped", flat=True)
-                .first())
+        seen = worker_seen_at()
         state = check_stored_state(now)
     except DatabaseError:
         return Health(False, connection.vendor, None, passes, None, None)

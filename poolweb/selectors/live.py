@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 from django.db.models import Count, F, QuerySet
 
+from poolweb import sql
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
 from poolweb.selectors.versions import EngineVersion, live_config, live_engine_version
-from reconcile import ALL_POOLS, LIVE_STATES, Config, Request, State
+from reconcile import ALL_POOLS, LIVE_STATES, Config, Request, State, Vector
 from reconcile.document import NAME_PATTERN
 from reconcile.quantity import unmetered_keys
 from reconcile.report import usage_report
@@ -167,14 +168,31 @@ def pool_running(name: str) -> QuerySet[RequestRow]:
             .order_by("allocated_at", "id"))
 
 
+@dataclass(frozen=True, slots=True)
+class PolicyUsage:
+    """``policy_states`` and what they were computed from, for a reader that counts requests too
+    (``/metrics``) without reading them again."""
+
+    policies: list[PolicyState]
+    live: list[Request]  # the live requests, as the engine reads them
+    pending: Counter[tuple[str, str]]  # (policy, queue pool) and (policy, "*") → pending requests
+
+
 def policy_states(names: Collection[str] | None = None) -> list[PolicyState]:
     """Every policy of the live configuration (or those of ``names``), in configuration order,
     with its usage rows (reconcile.report: one per scope and key with a quota row or live usage)."""
-    live_rows = RequestRow.objects.filter(state__in=LIVE_STATES)
+    return policy_usage(names).policies
+
+
+def policy_usage(names: Collection[str] | None = None) -> PolicyUsage:
+    # Read as a pass reads them (sql.select_requests: the driver's rows, one Vector per distinct
+    # resources): 10^3 live rows in 5 ms of CPU instead of the ORM's 24 (bench/metrics.py).
+    vectors: dict[str, Vector] = {}
+    live = [to_engine(row, vectors) for row in sql.select_requests(SNAPSHOT_FIELDS, "state", LIVE_STATES)]
     if names is not None:
-        live_rows = live_rows.filter(policy__in=names)
-    live = [to_engine(row) for row in live_rows.values_list(*SNAPSHOT_FIELDS)]
-    return policy_states_of(live_engine_version(), live, _pending_by_policy_and_pool(names), names)
+        live = [request for request in live if request.policy in names]
+    pending = _pending_by_policy_and_pool(names)
+    return PolicyUsage(policy_states_of(live_engine_version(), live, pending, names), live, pending)
 
 
 def policy_states_of(version: EngineVersion, live: list[Request], pending: Mapping[tuple[str, str], int],

@@ -1,6 +1,6 @@
 """One reconcile pass: load a snapshot in bulk, plan it with the engine, apply the plan in one
 transaction with conditional writes (``planned_rows``), announce it (``announcement``) and record
-it (``PassRecord``).
+it (``PassRecord``, and the cumulative totals of ``/metrics``: ``totals``).
 
 One pass at a time, and no provision (R-57) under a pass: the pass holds the pass lock
 (``site_locked``) from its clock to its commit. That lock is not the database's write lock: the
@@ -27,6 +27,7 @@ from poolweb.services import announcement
 from poolweb.services.payloads import REQUEST_COLUMNS
 from poolweb.services.planned_rows import PlanVoid, planned_rows, write_rows
 from poolweb.services.site import site_locked
+from poolweb.services.totals import PASS_DURATION, histogram_observe, totals_add_pass
 from reconcile import Plan, Snapshot, State, plan
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ def _decide_and_write(state: SiteState, now: datetime, dry_run: bool, trigger: s
     announcement.prepare(news, read, decided, rows)  # outside the write lock
     with transaction.atomic():  # on SQLite the write lock, from here to the commit only
         leases = write_rows(rows)
+        totals_add_pass(decided=decided, requests=rows.requests, written=rows.columns)  # what committed only
         announcement.publish(news, read.version, decided, rows, leases)
         result = _result(snapshot, decided, rows.conflicts, started)
         if rows.columns or rows.conflicts:
@@ -103,4 +105,5 @@ def _record(result: PassResult, now: datetime, trigger: str) -> None:
     PassRecord.objects.create(started_at=now, duration_ms=round(result.duration_ms, 3), trigger=trigger[:32],
                               pending=result.pending, live=result.live, conflicts=result.conflicts,
                               **result.counts)
+    histogram_observe(PASS_DURATION, "", [result.duration_ms / 1000])
 

@@ -20,6 +20,7 @@ LAYERS = {
     "selectors": 3,
     "services": 4,
     "api": 5, "realtime": 5, "console": 5, "management": 5, "admin": 5, "accounts": 5, "content_policy": 5,
+    "metrics": 5,
     "urls": 6, "asgi": 6, "wsgi": 6, "error_views": 6, "http_protocol": 6,
 }
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" or p.parent != PACKAGE)

@@ -75,6 +75,8 @@ MATRIX = [
         UNAUTHENTICATED, CREATED, DENIED, DENIED),
     # A batch answers 200 whoever calls; each item's own status says who may (test_batch_submission).
     Row("POST", "/requests/batch", {"requests": [{"policy": "dev", "profile": "half"}]}, UNAUTHENTICATED, OK, OK, OK),
+    # Likewise a batch of actions: each item answers as its single call would (test_acting_on_many).
+    Row("POST", "/requests/actions", {"action": "cancel", "requests": []}, UNAUTHENTICATED, OK, OK, OK),
     signed_in("GET", "/requests"),
     Row("GET", "/requests/{request}", None, UNAUTHENTICATED, OK, HIDDEN, OK),
     owners_and_admins("heartbeat"),

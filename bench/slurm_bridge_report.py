@@ -111,9 +111,11 @@ def report(figures: dict[str, float]) -> None:
             ("second_wave_s", f"the other {jobs - first} started, from then (s)"),
             ("wave2_latency_p50_s", "  their start, median from then (s)"),
             ("all_started_s", f"all {jobs} started, from t0 (s)"))
-    goals = {"first_wave_s": f"<= +{GOAL_FIRST_WAVE_S:g} s  " + verdict(figures["first_wave_extra_s"] <= GOAL_FIRST_WAVE_S),
+    comparable = comparable_bursts(figures)
+    goals = {"first_wave_s": f"<= +{GOAL_FIRST_WAVE_S:g} s  "
+                             + verdict(figures["first_wave_extra_s"] <= GOAL_FIRST_WAVE_S, comparable),
              "all_started_s": f"<= +{GOAL_ALL_STARTED:.0%}  {figures['all_started_ratio'] - 1:+.0%} "
-                              + verdict(figures["all_started_ratio"] <= 1 + GOAL_ALL_STARTED)}
+                              + verdict(figures["all_started_ratio"] <= 1 + GOAL_ALL_STARTED, comparable)}
     print(f"{f'slurm bridge: {jobs} jobs, {gpus} GPUs':<44}"
           f"{'peer':>8}{'gated':>8}{'gated-peer':>12}  goal")
     for key, label in rows:
@@ -145,5 +147,17 @@ def report_polls(figures: dict[str, float]) -> None:
         print(f"    {kind:<48}{count:>5.0f} calls{figures[key]:>8.2f} s{1000 * figures[key] / count:>7.0f} ms each")
 
 
-def verdict(met: bool) -> str:
+BURSTS_APART = 1.25  # beyond this ratio of the two bursts' sbatch rates, from-t0 figures compare the load
+
+
+def comparable_bursts(figures: dict[str, float]) -> bool:
+    """Whether the two bursts ran at about the same rate: the from-t0 figures include the burst,
+    and on a shared machine another session's load can make one burst several times slower."""
+    rates = figures["peer_submit_per_s"], figures["gated_submit_per_s"]
+    return max(rates) / min(rates) <= BURSTS_APART
+
+
+def verdict(met: bool, comparable: bool = True) -> str:
+    if not comparable:
+        return "not comparable: the bursts ran at different rates (see the submit → start latencies)"
     return "ok" if met else "MISS"

@@ -15,7 +15,7 @@ from tests.poolweb.conftest import document, signed_in
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["/", "/queues/", "/policies/", "/requests/", "/account/tokens/"]
+PAGES = ["/", "/queues/", "/queues/h100/", "/policies/", "/requests/", "/account/tokens/"]
 ADMIN_PAGES = ["/versions/", "/versions/1/", "/versions/0/diff/1/"]
 
 

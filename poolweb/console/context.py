@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
 from poolweb.console.request_pages import ACTIONS
-from poolweb.selectors.versions import Management, display_names, management_state
+from poolweb.selectors.versions import LiveSite, Management, display_names, management_of, management_state
 
 # (link name, path, admins only): docs/console.md names the links.
 NAVIGATION = (
@@ -25,8 +25,9 @@ NAVIGATION = (
 
 
 class Shell:
-    def __init__(self, request: HttpRequest) -> None:
+    def __init__(self, request: HttpRequest, live: LiveSite | None = None) -> None:
         self.request = request
+        self.live = live  # the site row as the page's view read it already, if it did
 
     @cached_property
     def navigation(self) -> list[dict]:
@@ -41,7 +42,7 @@ class Shell:
 
     @cached_property
     def management(self) -> Management:
-        return management_state()
+        return management_of(self.live.row) if self.live else management_state()
 
     @property
     def pool_names(self) -> dict[str, str]:
@@ -53,3 +54,9 @@ class Shell:
 
 def shell(request: HttpRequest) -> dict:
     return {"shell": Shell(request), "names": SimpleLazyObject(display_names)}
+
+
+def shell_of(request: HttpRequest, live: LiveSite) -> dict:
+    """``shell``'s context from the site row and configuration the view read already
+    (``live_site``): a view's context wins over the processor's, so the page reads them once."""
+    return {"shell": Shell(request, live), "names": display_names(live.config)}

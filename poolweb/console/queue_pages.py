@@ -12,11 +12,12 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from poolweb.console.context import shell_of
 from poolweb.console.queues import PAGE_ROWS, pool_summary, rows, why_view
 from poolweb.selectors.events import newest_seq
 from poolweb.selectors.live import live_pool_exists, pool_queue, pool_running, pool_states
 from poolweb.selectors.requests import audience_of
-from poolweb.selectors.versions import live_config
+from poolweb.selectors.versions import display_names, live_site
 from poolweb.selectors.waiting import request_in_pool, why_waits
 
 
@@ -32,26 +33,29 @@ def queues(request: HttpRequest) -> HttpResponse:
 @require_GET
 def queue(request: HttpRequest, pool: str) -> HttpResponse:
     seq = newest_seq()
-    if not live_pool_exists(pool):
+    live = live_site()  # once: every read below and the shell take its configuration
+    config = live.config
+    if not live_pool_exists(pool, config):
         raise Http404(f"There is no pool {pool[:40]} in the live configuration.")
-    state = pool_states([pool])[0]
-    audience, username = audience_of(request.user), request.user.get_username()
+    state = pool_states([pool], config)[0]
+    audience, username = audience_of(request.user, config), request.user.get_username()
     running = rows(pool_running(pool)[:PAGE_ROWS], audience, username)
-    pending = rows(pool_queue(pool)[:PAGE_ROWS], audience, username)
+    pending = rows(pool_queue(pool, config)[:PAGE_ROWS], audience, username)
     return render(request, "console/queue.html", {
-        "pool": pool_summary(state),
+        **shell_of(request, live),
+        "pool": pool_summary(state), "here": pool,
         "tables": [("running", f"Running on {pool}", running, state.running),
                    ("pending", f"Pending for {pool}", pending, state.pending)],
         "page": {"seq": seq, "pool": pool, "me": username, "admin": audience.is_admin, "page_rows": PAGE_ROWS,
                  "running": state.running, "pending": state.pending,
                  # whose pending requests its table lists (decision 119): a live row belongs here by its profile
-                 "profiles": list(live_config().profiles_on.get(pool, ())),
+                 "profiles": list(config.profiles_on.get(pool, ())),
                  "rows": {"running": [r.data for r in running], "pending": [r.data for r in pending]}},
     })
 
 
 MAX_ROWS = 5000  # "Show more" asks for PAGE_ROWS more each time; a page holds this many at most
-TABLES = {"running": pool_running, "pending": pool_queue}
+TABLES = ("running", "pending")
 
 
 @login_required
@@ -67,12 +71,14 @@ def queue_rows(request: HttpRequest, pool: str, table: str) -> HttpResponse:
         return HttpResponseBadRequest("limit is a whole number")
     if not 1 <= limit <= MAX_ROWS:
         return HttpResponseBadRequest(f"limit is from 1 to {MAX_ROWS}")
-    if not live_pool_exists(pool):
+    config = live_site().config  # once: the rows' selectors, the reader's teams and the names take it
+    if not live_pool_exists(pool, config):
         raise Http404(f"There is no pool {pool[:40]} in the live configuration.")
-    requests = TABLES[table](pool)
-    audience, username = audience_of(request.user), request.user.get_username()
+    requests = pool_queue(pool, config) if table == "pending" else pool_running(pool)
+    audience, username = audience_of(request.user, config), request.user.get_username()
     return render(request, "console/partials/queue_rows.html", {
-        "rows": rows(requests[:limit], audience, username), "count": requests.count(), "table": table})
+        "rows": rows(requests[:limit], audience, username), "count": requests.count(), "table": table,
+        "here": pool, "names": display_names(config)})
 
 
 @login_required

@@ -6,6 +6,7 @@ render and every live update (static/console/queue.js reads ``queue_rows``) use 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +21,11 @@ from reconcile.quantity import quantity_text
 
 PAGE_ROWS = 50  # rows of each table in the first render; "Show more" reads the next from the API
 STATE_TEXT = {State.PENDING.value: "queued"}  # spec: the console says "queued" for pending
+# The request object's fields that a queue row shows (queue_row.html) or that place it in its
+# table, less those fixed at submission (name, owner, policy, profile, resources): a
+# request.updated that changes none of them changes nothing the page shows, so queue.js reads
+# nothing for it — a heartbeat renews only the lease.
+ROW_FIELDS = ("state", "pool", "position", "held_pool", "reason", "message", "grace_ends_at")
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,11 @@ class Row:
     @property
     def reason(self) -> str:
         return "" if self.hidden else (self.data["message"] or self.data["reason"])
+
+    @property
+    def fields(self) -> str:
+        """The ``ROW_FIELDS`` this reader may see, as JSON (the row's ``data-fields``)."""
+        return json.dumps({key: self.data[key] for key in ROW_FIELDS if key in self.data}, separators=(",", ":"))
 
 
 def row(request, audience: Audience, username: str) -> Row:

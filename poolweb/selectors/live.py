@@ -72,9 +72,10 @@ def is_pool_name(name: str) -> bool:
     return NAME_PATTERN.fullmatch(name) is not None
 
 
-def pool_states(names: Collection[str] | None = None) -> list[PoolState]:
-    """Every pool of the live configuration (or those of ``names``), in configuration order."""
-    config = live_config()
+def pool_states(names: Collection[str] | None = None, config: Config | None = None) -> list[PoolState]:
+    """Every pool of the live configuration (or ``config``, read already), or those of ``names``,
+    in configuration order."""
+    config = config or live_config()
     live_rows = RequestRow.objects.filter(state__in=LIVE_STATES)
     held_rows = RequestRow.objects.filter(state=PENDING, held_pool__isnull=False)
     pending_rows = RequestRow.objects.filter(state=PENDING)

@@ -20,7 +20,7 @@ from poolweb.models import Request, RequestChange
 from poolweb.selectors.versions import live_config
 from poolweb.sql import api_calls
 from poolweb.sql.labels import has_label
-from reconcile import LIVE_STATES, State
+from reconcile import LIVE_STATES, Config, State
 from reconcile.document import NAME_PATTERN
 
 MAX_ID = 2**63 - 1  # larger ids cannot be in the table, and some databases refuse to compare them
@@ -91,12 +91,14 @@ class Audience:
         return self.is_admin or owner_id == self.user_id or policy in self.team_policies
 
 
-def audience_of(user) -> Audience:
+def audience_of(user, config: Config | None = None) -> Audience:
+    """``user`` as a reader of requests; a member's teams judged by the live configuration (or
+    ``config``, read already)."""
     if user.is_staff:
         return Audience(user.pk, is_admin=True)
     groups = set(user.groups.values_list("name", flat=True))
     return Audience(user.pk, team_policies=frozenset(
-        policy.name for policy in live_config().policies if policy.group and policy.group in groups))
+        policy.name for policy in (config or live_config()).policies if policy.group and policy.group in groups))
 
 
 def requests_visible(*, user) -> QuerySet[Request]:

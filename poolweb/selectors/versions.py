@@ -88,9 +88,32 @@ class Management(NamedTuple):
 
 
 def management_state() -> Management:
+    """The switch as a page tells it, read on its own (``management_of`` a site row read already)."""
     row = SiteState.objects.filter(pk=1).values_list(
         "management_enabled", "management_changed_by__username", "management_changed_at").first()
     return Management(*row) if row else Management(True, None, None)
+
+
+def management_of(state: SiteState) -> Management:
+    """``management_state`` of the site row as ``site()`` read it: who flipped the switch is read
+    only when someone did."""
+    by = state.management_changed_by.username if state.management_changed_by_id else None
+    return Management(state.management_enabled, by, state.management_changed_at)
+
+
+class LiveSite(NamedTuple):
+    """The site row and its live configuration as one call reads them, once: each selector that
+    reads the live configuration on its own reads the site row and the version again (two
+    statements each; the queue page read them five times), so a page or fragment that needs
+    several reads this and hands ``config`` on."""
+
+    row: SiteState
+    config: Config
+
+
+def live_site() -> LiveSite:
+    row = site()
+    return LiveSite(row, engine_version(row.live_version).config)
 
 
 def config_live_document() -> dict:
@@ -147,8 +170,9 @@ class DisplayNames(NamedTuple):
     policies: dict[str, str]
 
 
-def display_names() -> DisplayNames:
-    config = live_config()
+def display_names(config: Config | None = None) -> DisplayNames:
+    """Of the live configuration (or ``config``, read already)."""
+    config = config or live_config()
     return DisplayNames(*({entry.name: entry.label for entry in entries}
                           for entries in (config.pools, config.profiles, config.policies)))
 

@@ -1,14 +1,16 @@
 // The queue page of one pool (/queues/<pool>/): the tables "Running on <pool>" and "Pending for
-// <pool>" kept as the server has them. Whatever may change them (request.updated, this pool's
-// pool.updated — a new position alone sends no event of its own, docs/events.md — and a resync)
-// reads the rows shown again, as the server renders them (/queues/<pool>/rows/<table>/, the
-// partial queue_row.html the page came with): a row has one markup however it arrived
-// (decision 122). Re-reads are coalesced: one in flight, at most one more. Rows are keyed by id
-// and moved only when the service order really changes, so a grant ahead renumbers positions in
-// place; a row that is new or changed (not only its position) flashes.
+// <pool>" kept as the server has them. Whatever may change a table (this pool's pool.updated — a
+// new position alone sends no event of its own, docs/events.md —, a request.updated that can
+// change it, a resync) reads that table's rows again, as the server renders them
+// (/queues/<pool>/rows/<table>/, the partial queue_row.html the page came with): a row has one
+// markup however it arrived (decision 122). A request.updated that cannot change what the page
+// shows reads nothing (``touches``). Re-reads are coalesced: one in flight, at most one more.
+// Rows are keyed by id and moved only when the service order really changes, so a grant ahead
+// renumbers positions in place; a row that is new or changed (not only its position) flashes.
 
 import { on, startStream } from "./shared/stream.js";
 import { flash } from "./shared/flash.js";
+import { LIVE } from "./shared/states.js";
 import { refreshPools, showPool } from "./shared/usage.js";
 import "./shared/countdown.js";
 
@@ -40,7 +42,7 @@ class Table {
     this.limit = page.page_rows;
     this.count = page[kind];
     this.more = document.querySelector(`[data-more="${kind}"]`);
-    this.more.addEventListener("click", () => { this.limit += page.page_rows; reread(); });
+    this.more.addEventListener("click", () => { this.limit += page.page_rows; reread([kind]); });
   }
 
   // The rows shown, as the server renders them now: a <tbody data-count>, or null.
@@ -91,6 +93,7 @@ class Table {
       }
     });
     current.dataset.state = tr.dataset.state;
+    current.dataset.fields = tr.dataset.fields;
     current.classList.toggle("is-private", tr.classList.contains("is-private"));
     if (changed) flash(current);
     return current;
@@ -134,6 +137,7 @@ let again = false;
 let gathering = null;
 let lastRead = 0; // how long the server took to answer the last re-read (ms)
 let lastEnded = 0;
+const due = new Set(); // the tables the next re-read reads
 const SERVED = /\/queues\/[^/]+\/rows\//;
 
 // The server's part of a re-read, from Resource Timing (request sent → first byte of the slowest
@@ -146,12 +150,16 @@ function servedMs(fallback) {
   return spent.length ? Math.min(fallback, Math.max(...spent)) : fallback;
 }
 
-export function reread() {
+export function reread(kinds = Object.keys(tables)) {
+  for (const kind of kinds) due.add(kind);
+  if (!due.size) return;
   if (reading || gathering) { again = true; return; }
   gathering = setTimeout(() => {
     gathering = null;
     const since = performance.now();
-    reading = Promise.all(Object.values(tables).map(async (table) => {
+    const reads = [...due].map((kind) => tables[kind]);
+    due.clear();
+    reading = Promise.all(reads.map(async (table) => {
       const fresh = await table.read();
       if (fresh) table.apply(fresh);
     })).finally(() => {
@@ -159,15 +167,42 @@ export function reread() {
       lastEnded = performance.now();
       lastRead = servedMs(lastEnded - since);
       refreshWhy();
-      if (again) { again = false; reread(); }
+      if (again) { again = false; reread([]); }
     });
   }, Math.max(GATHER_MS, PACE * lastRead - (performance.now() - lastEnded)));
 }
 
-// A pending request is listed on every pool of its profile (decision 119); a running one on its own.
+// The table a request belongs in by this request object (a pending one is listed on every pool
+// of its profile, decision 119; a running one on its own), or null.
+function tableOf(data) {
+  if (data.state === "pending") return page.profiles.includes(data.profile) ? "pending" : null;
+  return LIVE.has(data.state) && data.pool === page.pool ? "running" : null;
+}
+
+// The tables a request.updated can change. A row shown changes only when a field it shows
+// changed (the server lists them in its data-fields, queues.ROW_FIELDS): then its table and the
+// one it moves to. A live request not shown is beyond the running window (a heartbeat or a
+// preemption there changes nothing shown) or newly granted — here, or elsewhere out of this
+// pending table — which its pass announces with this pool's pool.updated (docs/events.md,
+// decision 119). Any other may enter the pending table, or have left a table beyond its window
+// by a cancel or a release: its table's count. Decision 147.
+function touches(data) {
+  const to = tableOf(data);
+  for (const [from, table] of Object.entries(tables)) {
+    const tr = table.tbody.querySelector(`:scope > tr[data-id="${data.id}"]`);
+    if (!tr) continue;
+    const shown = JSON.parse(tr.dataset.fields);
+    const changed = Object.entries(shown).some(([key, value]) => JSON.stringify(data[key] ?? null) !== JSON.stringify(value));
+    return changed ? [from, to].filter(Boolean) : [];
+  }
+  if (LIVE.has(data.state)) return [];
+  if (to) return [to];
+  return [page.profiles.includes(data.profile) && "pending", data.pool === page.pool && "running"].filter(Boolean);
+}
+
 on("request.updated", (data) => {
-  if (page.profiles.includes(data.profile) || data.pool === page.pool
-      || document.querySelector(`tr[data-id="${data.id}"]`)) reread();
+  const kinds = touches(data);
+  if (kinds.length) reread(kinds);
 });
 
 on("pool.updated", (state) => {

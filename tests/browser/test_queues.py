@@ -101,6 +101,33 @@ def test_positions_renumber_in_place_when_the_head_is_granted(visit, demo):
     assert page.evaluate("window.moved") == 0  # no row was taken out and put back
 
 
+def test_a_heartbeat_reads_no_rows_again(visit, demo):
+    whole = fill_the_pools(demo.author)
+    page = visit(demo.author, "/queues/h100/")  # an admin's: its stream has every request.updated
+    expect(page.get_by_role("status")).to_have_text("Live")
+    reads: list[str] = []
+    page.on("request", lambda request: reads.append(request.url) if "/rows/" in request.url else None)
+    events: list[str] = []
+    page.on("websocket", lambda socket: socket.on("framereceived", lambda frame: events.append(frame)))
+    page.reload()
+    expect(page.get_by_role("status")).to_have_text("Live")
+
+    client = APIClient()
+    client.force_authenticate(demo.author)
+    for _ in range(3):  # the lease renewed: nothing a queue row shows
+        assert client.post(f"/api/v1/requests/{whole.id}/heartbeat").status_code == 200
+    deadline = page.evaluate("Date.now()") + 10_000
+    while sum(bool(re.search(rf'"id": ?{whole.id}\b', frame)) for frame in events) < 3:
+        assert page.evaluate("Date.now()") < deadline, events
+        page.wait_for_timeout(50)
+    page.wait_for_timeout(500)  # many times the gathering of events before a re-read
+    assert reads == []  # each request.updated was its row's, shown unchanged but for the lease
+
+    waiting = submit(demo.author, "dev", "2xgpu")  # and the page still follows what does change
+    expect(row(pending(page), waiting)).to_be_visible()
+    assert reads
+
+
 def test_the_overview_shows_every_pool_with_its_use_and_counts_live(visit, demo):
     submit(demo.author, "research", "2xgpu")
     page = visit(demo.author, "/queues/")

@@ -15,7 +15,7 @@ from tests.poolweb.conftest import document, signed_in
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["/", "/queues/", "/policies/", "/requests/", "/account/tokens/"]
+PAGES = ["/", "/queues/", "/queues/h100/", "/policies/", "/requests/", "/account/tokens/"]
 ADMIN_PAGES = ["/versions/", "/versions/1/", "/versions/0/diff/1/"]
 
 
@@ -208,3 +208,32 @@ def test_the_rows_of_a_queue_table_come_with_the_tables_count(provisioned, bob):
         Request.objects.create(owner=bob, policy="dev", profile="half", resources={"gpu": 500}, queue_pool="a100")
     rows = signed_in(bob).get("/queues/a100/rows/pending/?limit=2").content.decode()
     assert rows.strip().startswith('<tbody data-count="3">') and rows.count("<tr data-id=") == 2
+
+
+# The page: session, user, newest seq, site row, version, pending counts, live rows, held rows,
+# running rows, pending rows, (a member's) groups. Its rows: session, user, site row, version,
+# (groups,) rows, count.
+@pytest.mark.parametrize("path,statements", [("/queues/a100/", 11), ("/queues/a100/rows/pending/?limit=50", 7),
+                                             ("/queues/a100/rows/running/?limit=50", 7)])
+def test_a_queue_page_and_its_rows_read_the_site_row_once_whatever_they_show(provisioned, alice, bob, path,
+                                                                            statements):
+    # Every open queue page re-reads its rows as the stream tells it of changes: each statement
+    # counts 50 times over. The selectors share one read of the live configuration.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from poolweb.models import Request
+
+    Request.objects.bulk_create([Request(owner=bob, policy="dev", profile="half", resources={"gpu": 500},
+                                         queue_pool="a100", position=n + 1) for n in range(60)])
+    Request.objects.bulk_create([Request(owner=bob, policy="dev", profile="half", resources={"gpu": 500},
+                                         state="allocated", pool="a100") for _ in range(8)])
+    for who in (alice, bob):  # an admin, and a member whose teams the live configuration names
+        client = signed_in(who)
+        assert client.get(path).status_code == 200
+        with CaptureQueriesContext(connection) as read:
+            assert client.get(path).status_code == 200
+        made = [query["sql"] for query in read.captured_queries]
+        assert sum('"poolweb_sitestate"' in sql for sql in made) == 1, made
+        assert sum('"poolweb_configversion"' in sql for sql in made) == 1, made
+        assert len(made) <= statements, made

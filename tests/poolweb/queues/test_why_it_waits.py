@@ -119,6 +119,8 @@ def test_each_pool_page_lists_the_preemptor_and_marks_where_capacity_is_held(ali
         assert [row["id"] for row in response.context["page"]["rows"]["pending"]] == [preemptor.id]
         assert response.context["page"]["pending"] == 1
         assert ("held here" in response.content.decode()) is marked
+        rows = page_as(carol).get(f"/queues/{pool}/rows/pending/").content.decode()  # a live re-read marks it alike
+        assert ("held here" in rows) is marked
     assert response.context["page"]["profiles"] == ["4xgpu", "job"]  # whose rows h100's table takes live
 
 

@@ -4,8 +4,9 @@ controller::
 
     cp "$(python -m poolweb_slurm gate-script)" /etc/slurm/job_submit.lua
 
-and the bridge's pieces: ``slurm`` (Slurm's commands), ``mapping_file`` and ``mapping`` (from a
-job to a Poolweb request).
+and the bridge, ``poolweb-slurm run`` (``cli``): ``plan`` (what one poll does, a pure function of
+both sides), ``bridge`` (the loop that reads both sides and carries the plan out), ``slurm``
+(Slurm's commands), ``mapping_file`` and ``mapping`` (from a job to a Poolweb request).
 """
 
 from __future__ import annotations

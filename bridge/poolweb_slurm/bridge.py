@@ -58,6 +58,12 @@ class Bridge:
         self.catalogue: Catalogue | None = None
         self.catalogue_read: datetime | None = None
         self.catalogue_version: object = None
+        # New jobs are registered on a thread of their own: a batch takes seconds under a burst,
+        # and the polls' grants and releases must not wait for it. It writes ended, refused and
+        # commented, under this lock.
+        self.registering: threading.Thread | None = None
+        self.registering_failed: BaseException | None = None
+        self.lock = threading.Lock()
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -67,6 +73,8 @@ class Bridge:
         for its supervisor (systemd's ``Restart=always``) to start it again."""
         failures = 0
         while not stop.is_set():
+            if self.registering_failed is not None:
+                raise self.registering_failed
             try:
                 acted = bool(self.poll())
                 failures = 0
@@ -76,10 +84,14 @@ class Bridge:
                 log.warning("poll failed, nothing done: %s", unreadable)
             wait = AGAIN_SECONDS if acted else self.mapping.bridge.poll_seconds
             stop.wait(min(wait * 2 ** failures, LONGEST_WAIT) if failures else wait)
+        if self.registering is not None:
+            self.registering.join(timeout=LONGEST_WAIT)  # a batch under way ends, or is retried at start
 
     def poll(self) -> Plan:
         jobs = self.slurm.jobs()  # then Poolweb: what it decided meanwhile is acted on in this poll
-        requests = {**self.ended, **self.live_requests()}
+        with self.lock:
+            ended = dict(self.ended)
+        requests = {**ended, **self.live_requests()}
         now = self.clock()
         catalogue = self.current_catalogue(now) if needs_registration(jobs, requests) else None
         steps = plan(jobs, requests, mapping=self.mapping, catalogue=catalogue,
@@ -144,7 +156,7 @@ class Bridge:
         self.on_poolweb("release", [request for job, request in steps.release if job not in failed])
         self.on_poolweb("cancel", steps.cancel_requests)
         self.on_poolweb("heartbeat", steps.heartbeats)
-        self.register(steps.register[:REGISTERED_MOST], now)
+        self.start_registering(steps.register[:REGISTERED_MOST], now)
 
         taken_back = {job: why for job, why in {**steps.requeue, **steps.hold}.items() if job not in failed}
         self.write_comments({**taken_back, **steps.comments}, now, budget=COMMENT_SECONDS)
@@ -177,7 +189,8 @@ class Bridge:
             except SlurmError as failure:
                 failed = set(chunk) if "*" in failure.failures else set(failure.failures)
                 log.warning("comments not written for %s: %s", listing(failed), failure)
-            self.commented.update({job: now for job in chunk if job not in failed})
+            with self.lock:
+                self.commented.update({job: now for job in chunk if job not in failed})
 
     def on_poolweb(self, action: str, requests: Sequence[Request]) -> None:
         """``POST /requests/actions``, in batches; a refused item is logged and left for the next
@@ -192,24 +205,43 @@ class Bridge:
         if action != "heartbeat" or len(refused) < len(requests):
             log.info("%s: requests %s", action, listing(str(request.id) for request in requests))
 
+    def start_registering(self, submissions: Sequence[Submission], now: datetime) -> None:
+        """``register`` on its own thread, unless the last batch is still under way: its jobs, and
+        those that arrived meanwhile, are planned again by a poll after it."""
+        if not submissions or (self.registering is not None and self.registering.is_alive()):
+            return
+        self.registering = threading.Thread(target=self.register_reported, args=(submissions, now),
+                                            name="poolweb-slurm register", daemon=True)
+        self.registering.start()
+
+    def register_reported(self, submissions: Sequence[Submission], now: datetime) -> None:
+        try:
+            self.register(submissions, now)
+        except (SlurmError, PoolctlError) as failed:
+            log.warning("registration failed, tried again next poll: %s", failed)
+        except BaseException as bug:  # the loop raises it: a bug ends the process loudly
+            self.registering_failed = bug
+
     def register(self, submissions: Sequence[Submission], now: datetime) -> None:
         """Each new job as a request owned by its user, in batches of 500; the same key after a
         restart names the same request. A request Poolweb ended (rejected at once, or ended while
         the bridge was away) is remembered for the plan; a refusal goes into the job's comment."""
-        due = [submission for submission in submissions if self.refused.get(submission.job, now) <= now]
+        with self.lock:
+            due = [submission for submission in submissions if self.refused.get(submission.job, now) <= now]
         if not due:
             return
         results = self.api.submit_batch([{**submission.body, "owner": submission.owner,
                                            "idempotency_key": submission.idempotency_key} for submission in due])
         refusals: dict[str, str] = {}
-        for submission, result in zip(due, results):
-            if result.request is not None:
-                if result.request.state not in LIVE:
-                    self.ended[submission.job] = result.request
-            else:
-                refusals[submission.job] = comment(f"Poolweb refused to register it: {refusal_text(result)}")
-                wait = BUSY_SECONDS if result.status == 429 else REFUSED_SECONDS
-                self.refused[submission.job] = now + timedelta(seconds=wait)
+        with self.lock:
+            for submission, result in zip(due, results):
+                if result.request is not None:
+                    if result.request.state not in LIVE:
+                        self.ended[submission.job] = result.request
+                else:
+                    refusals[submission.job] = comment(f"Poolweb refused to register it: {refusal_text(result)}")
+                    wait = BUSY_SECONDS if result.status == 429 else REFUSED_SECONDS
+                    self.refused[submission.job] = now + timedelta(seconds=wait)
         log.info("registered: %s", listing(submission.job for submission in due if submission.job not in refusals))
         if refusals:
             log.warning("registration refused: %s", "; ".join(f"job {job}: {why}" for job, why in refusals.items()))
@@ -217,11 +249,12 @@ class Bridge:
 
     def forget(self, jobs: set[str]) -> None:
         """What the bridge remembers of jobs Slurm no longer shows."""
-        for memory in (self.ended, self.commented, self.refused):
-            for job in [job for job in memory if job not in jobs]:
-                del memory[job]
-        for key in [key for key in self.signalled if key[0] not in jobs]:
-            del self.signalled[key]
+        with self.lock:
+            for memory in (self.ended, self.commented, self.refused):
+                for job in [job for job in memory if job not in jobs]:
+                    del memory[job]
+            for key in [key for key in self.signalled if key[0] not in jobs]:
+                del self.signalled[key]
 
 
 def needs_registration(jobs: Sequence[Job], requests: dict[str, Request]) -> bool:

@@ -6,6 +6,7 @@ accident; the real ones are in test_bridge.py."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 from poolctl.models import BatchResult, Issue
@@ -114,9 +115,33 @@ def test_a_poll_registers_at_most_registered_most_jobs_then_writes_comments_last
     submissions = [Submission(job=str(n), owner="ann", body={}, idempotency_key=f"slurm:clearml:{n}")
                    for n in range(REGISTERED_MOST + 50)]
     api.submitted = [BatchResult(status=201, request=request("pending", id=n)) for n in range(REGISTERED_MOST)]
-    bridge(slurm, api).carry_out(Plan(register=submissions, comments={"7": "poolweb: #1 in line"}), {}, NOW)
+    running = bridge(slurm, api)
+    running.carry_out(Plan(register=submissions, comments={"7": "poolweb: #1 in line"}), {}, NOW)
+    running.registering.join(timeout=10)
     assert api.calls == [("submit", [f"slurm:clearml:{n}" for n in range(REGISTERED_MOST)])]
-    assert slurm.calls[-1] == ("comment", ["7"])
+    assert ("comment", ["7"]) in slurm.calls
+
+
+def test_registration_runs_beside_the_polls_one_batch_at_a_time():
+    """A slow batch (seconds under a burst) holds up no grant or release: the next poll goes on,
+    and hands no new batch over until the last one is done."""
+    release = threading.Event()
+
+    class SlowApi(RecordingApi):
+        def submit_batch(self, items):
+            release.wait(timeout=10)
+            return super().submit_batch(items)
+
+    slurm, api = RecordingSlurm(), SlowApi()
+    running = bridge(slurm, api)
+    first = Submission(job="12", owner="ann", body={}, idempotency_key="slurm:clearml:12")
+    granted = request("allocated", id=41)
+    running.carry_out(Plan(register=[first]), {}, NOW)
+    running.carry_out(Plan(register=[first], release=[(None, granted)]), {}, NOW)  # the next poll, meanwhile
+    assert api.calls == [("release", [41])]
+    release.set()
+    running.registering.join(timeout=10)
+    assert api.calls == [("release", [41]), ("submit", ["slurm:clearml:12"])]
 
 
 def test_comments_beyond_the_budget_are_left_for_the_next_poll():

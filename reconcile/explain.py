@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import partial
-from itertools import count, repeat
+from itertools import repeat
 from operator import attrgetter
 from typing import NamedTuple
 
-from .groups import QueueGroup, Run
+from .groups import QueueGroup
 from .ledger import Ledger
 from .model import WAITING_FOR_CAPACITY, Request, scope_text
 from .plan import Waiting
@@ -49,11 +49,12 @@ class FirstWaiter(NamedTuple):
 
 
 def explain_waiting(
-    ordered: Sequence[QueueGroup], runs: Sequence[Run], ledger: Ledger,
+    ordered: Sequence[QueueGroup], places: Mapping[int, Sequence[int]], ledger: Ledger,
     victims_of: Mapping[int, list[int]], enabled: bool,
 ) -> dict[int, Waiting]:
-    """Waiting (reason, message, position, queue pool) for every waiting request; ``runs`` give the
-    order a pass serves them (groups.serving_order), which numbers the positions."""
+    """Waiting (reason, message, position, queue pool) for every waiting request; ``places`` give
+    each group's members' places in the order a pass serves them (groups.serving_places), which
+    are the positions."""
     by_pool: dict[int, list[PoolReason]] = {}
     first_waiter: dict[str, FirstWaiter] = {}  # pool → the first request short of room there
     if enabled:
@@ -67,12 +68,12 @@ def explain_waiting(
     judged = {id(group): _overall(_behind_higher_priority(group, by_pool[id(group)], first_waiter))
               if enabled else (Reason.MANAGEMENT_DISABLED, DISABLED) for group in ordered}
     waiting: dict[int, Waiting] = {}
-    place = 0
-    for group, members in runs:
+    for group in ordered:
+        members, group_places = group.waiting, places[id(group)]
         reason, message = judged[id(group)]
         queue = group.pools[0]
         if (group.holder is not None or group.preempted) and not ledger.holds.keys().isdisjoint(map(_ID, members)):
-            for place, request in enumerate(members, place + 1):
+            for place, request in zip(group_places, members):
                 hold = ledger.holds.get(request.id)
                 if hold is None:
                     waiting[request.id] = Waiting(reason, message, place, queue)
@@ -84,8 +85,7 @@ def explain_waiting(
         else:
             # One entry per pending request, 10^5 of them: built without a Python-level call each.
             waiting.update(zip(map(_ID, members), map(_WAITING, zip(
-                repeat(reason), repeat(message), count(place + 1), repeat(queue)))))
-            place += len(members)
+                repeat(reason), repeat(message), group_places, repeat(queue)))))
     return waiting
 
 

@@ -8,7 +8,8 @@ members oldest first, so a queue of 10,000 identical jobs costs one fit check pe
 
 from __future__ import annotations
 
-from itertools import groupby
+from collections.abc import Sequence
+from itertools import count, groupby
 from operator import attrgetter, itemgetter
 
 from .ledger import Ledger
@@ -90,6 +91,27 @@ def serving_order(ordered: list[QueueGroup]) -> list[Run]:
         for i, members in groupby(merged, key=itemgetter(2)):
             runs.append((block[i], [entry[3] for entry in members]))
     return runs
+
+
+def serving_places(ordered: list[QueueGroup]) -> dict[int, Sequence[int]]:
+    """Each group's waiting members' places in ``serving_order`` (1-based), by ``id(group)``: what
+    positions are numbered from, per group rather than per run, so that a caller handles a group's
+    members together — runs of tied groups fragment to one member each at 10^5 waiting."""
+    places: dict[int, Sequence[int]] = {}
+    place = 1
+    for _, tied in groupby(ordered, key=_standing):
+        block = list(tied)
+        if len(block) == 1:
+            count_waiting = len(block[0].members) - block[0].next
+            places[id(block[0])] = range(place, place + count_waiting)
+            place += count_waiting
+            continue
+        merged = sorted((m.submitted_at, m.id, i) for i, group in enumerate(block) for m in group.waiting)
+        # (group index, place) in C, sorted by group then place: each group's places, in its own order.
+        for i, entries in groupby(sorted(zip(map(itemgetter(2), merged), count(place))), key=itemgetter(0)):
+            places[id(block[i])] = list(map(itemgetter(1), entries))
+        place += len(merged)
+    return places
 
 
 def _standing(group: QueueGroup) -> tuple[int, bool, int, int]:

@@ -29,7 +29,7 @@ from operator import attrgetter
 from . import lifecycle
 from .borrowing import Allocation
 from .explain import explain_waiting
-from .groups import QueueGroup, by_submission, service_order, serving_order
+from .groups import QueueGroup, by_submission, service_order, serving_order, serving_places
 from .ledger import Ledger
 from .model import LIVE_STATES, PENDING, PREEMPTING, WAITING_FOR_CAPACITY, Request, Snapshot, State
 from .ordering import ServiceKey, service_key
@@ -69,7 +69,7 @@ class _Pass:
         preemption = Preemption(self.config, self.terms, self.ledger, self.live, self.victims_of)
         if enabled:
             preemption.run(ordered)
-        waiting = explain_waiting(ordered, serving_order(ordered), self.ledger, self.victims_of, enabled)
+        waiting = explain_waiting(ordered, serving_places(ordered), self.ledger, self.victims_of, enabled)
         if not enabled:
             waiting = self._placed_as_served(waiting)
         return Plan(

@@ -49,8 +49,8 @@ class Table {
   async read() {
     const path = `/queues/${encodeURIComponent(page.pool)}/rows/${this.kind}/?limit=${this.limit}`;
     const response = await fetch(path, { credentials: "same-origin", headers: { Accept: "text/html" } }).catch(() => null);
-    if (!response?.ok) return null;
-    return new DOMParser().parseFromString(`<table>${await response.text()}</table>`, "text/html").querySelector("tbody");
+    if (!response?.ok || response.redirected) return null; // redirected: signed out meanwhile
+    return new DOMParser().parseFromString(`<table>${await response.text()}</table>`, "text/html").querySelector("tbody[data-count]");
   }
 
   apply(fresh) {

@@ -23,8 +23,10 @@ function readHistory() {
   reading = reading.then(async () => {
     const response = await fetch(`/requests/${current.id}/history/?after=${shownChanges}`,
       { credentials: "same-origin", headers: { Accept: "text/html" } }).catch(() => null);
-    if (!response?.ok) return;
-    const rows = new DOMParser().parseFromString(`<table>${await response.text()}</table>`, "text/html").querySelector("tbody");
+    // Signed out meanwhile, the read is redirected to the sign-in page: no rows to append.
+    if (!response?.ok || response.redirected) return;
+    const rows = new DOMParser().parseFromString(`<table>${await response.text()}</table>`, "text/html").querySelector("tbody[data-count]");
+    if (!rows) return;
     for (const tr of [...rows.rows]) {
       const row = document.importNode(tr, true);
       history.append(row);
@@ -48,7 +50,7 @@ async function readWhy(request) {
   const pool = request.state === "pending" ? request.queue_pool : request.state === "preempting" ? request.pool : null;
   if (!pool) { slot.hidden = true; slot.replaceChildren(); return; }
   const response = await fetch(`/queues/${encodeURIComponent(pool)}/why/${request.id}/`, { credentials: "same-origin" });
-  const html = response.ok ? await response.text() : null;
+  const html = response.ok && !response.redirected ? await response.text() : null;
   if (asked !== whyAsked || html === null) return;
   slot.innerHTML = html;
   slot.hidden = false;

@@ -97,6 +97,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "poolweb.instruments.http_metrics",  # first: it times the others too
     "django.middleware.security.SecurityMiddleware",
     "poolweb.content_policy.ContentSecurityPolicy",
     "django.contrib.sessions.middleware.SessionMiddleware",

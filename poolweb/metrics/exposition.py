@@ -1,6 +1,7 @@
 """The metric families of ``/metrics``, made afresh for each scrape from ``selectors.metrics``
 (decision 150) with prometheus_client's collector interface: no metric lives in a process, so
-several web processes answer alike without its multiprocess mode.
+several web processes answer alike without its multiprocess mode. Only the HTTP latency and the
+event relay's lag are measured in the web processes (``poolweb.instruments``, decision 142).
 
 Quantities are in units, as the API shows them (``{gpu: 500}`` milli-units → 0.5); times are
 seconds since the epoch, the way Prometheus compares them with ``time()``.
@@ -14,6 +15,7 @@ from datetime import datetime
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
+from poolweb import instruments
 from poolweb.selectors.metrics import Readings
 from poolweb.services.totals import GRANT_WAIT, PASS_DURATION, cumulative
 
@@ -38,6 +40,7 @@ def exposition(readings: Readings) -> bytes:
     """The scrape's body, in Prometheus's text format."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Collector(readings))
+    instruments.register(registry)
     return generate_latest(registry)
 
 

@@ -17,6 +17,7 @@ newest seq (another database, or one reset) is told to resync too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import orjson
 from django.db.models import Q, Subquery
@@ -43,12 +44,15 @@ class OutboxEvent:
     seq: int
     owner_id: int | None
     text: str
+    written_at: datetime | None = None  # for the relay's lag (decision 142); not read for a catch-up
 
 
 def events_after(seq: int, limit: int) -> list[OutboxEvent]:
     """Up to ``limit`` rows after ``seq`` in seq order."""
-    rows = Event.objects.filter(seq__gt=seq).order_by("seq").values_list("seq", "type", "owner_id", "data")[:limit]
-    return [OutboxEvent(seq, owner_id, message(seq, type, data)) for seq, type, owner_id, data in rows]
+    rows = Event.objects.filter(seq__gt=seq).order_by("seq").values_list("seq", "type", "owner_id", "data",
+                                                                          "created_at")[:limit]
+    return [OutboxEvent(seq, owner_id, message(seq, type, data), created_at)
+            for seq, type, owner_id, data, created_at in rows]
 
 
 def missed_events(after: int, limit: int, viewer: Viewer) -> list[OutboxEvent] | None:

@@ -31,6 +31,7 @@ from collections import deque
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from poolweb.instruments import observe_relay_lag
 from poolweb.realtime import outbox
 from poolweb.realtime.outbox import OutboxEvent, Viewer
 from poolweb.realtime.rights import RightsChecks
@@ -117,6 +118,7 @@ class Relay:
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
             if events:
+                observe_relay_lag(event.written_at for event in events)
                 self.cursor = events[-1].seq
                 for subscription in list(self._subscriptions):
                     subscription.offer(events, read_at)

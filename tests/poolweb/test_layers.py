@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "poolweb"
 # Layer of each part of poolweb/, lowest first; a module may import its own part or a lower layer.
 LAYERS = {
     "env": 0, "ports": 0, "apps": 0, "logs": 0, "collector": 0, "addresses": 0, "private_files": 0, "json_input": 0,
-    "django_internals": 0,
+    "django_internals": 0, "instruments": 0,
     "settings": 1, "models": 1, "migrations": 1, "sqlite": 1,
     "sql": 2,
     "selectors": 3,

@@ -33,6 +33,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from poolweb.env import ImproperlyConfigured, env_int, env_str
+from poolweb.instruments import MULTIPROCESS_VARIABLE, multiprocess_directory
 from poolweb.ports import port_free, port_open
 from poolweb.services.triggers import start_passes
 
@@ -172,6 +173,9 @@ class Command(BaseCommand):
         if not port_free(host, port):
             raise CommandError(f"{host}:{port} is in use: stop what listens there, or choose another PORT")
         start_passes()
+        # The web processes' metrics go to files every process of this run shares (decision 142);
+        # the children inherit this environment.
+        os.environ[MULTIPROCESS_VARIABLE] = str(multiprocess_directory(settings.DATA_DIR))
         received: list[int] = []  # the signal handler only records; the loop below acts
         previous = {s: signal.signal(s, lambda signum, frame: received.append(signum))
                     for s in (signal.SIGINT, signal.SIGTERM)}

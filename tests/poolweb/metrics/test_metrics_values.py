@@ -22,6 +22,7 @@ FAMILIES = {
     "poolweb_rejections", "poolweb_cancellations", "poolweb_grant_wait_seconds", "poolweb_pass_duration_seconds",
     "poolweb_last_pass_timestamp_seconds", "poolweb_last_pass_duration_seconds", "poolweb_last_pass_requests",
     "poolweb_last_pass_conflicts", "poolweb_worker_last_seen_timestamp_seconds",
+    "poolweb_http_request_duration_seconds", "poolweb_http_responses", "poolweb_event_relay_lag_seconds",
 }
 
 

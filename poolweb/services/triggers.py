@@ -41,7 +41,7 @@ from django_q.tasks import async_task
 
 from poolweb import sql
 from poolweb.models import PassRecord, PassTaskFlag, Request as RequestRow
-from poolweb.services import events, wakeup
+from poolweb.services import events, leadership, wakeup
 from poolweb.services.reconciler import PassResult, reconcile_pass
 from reconcile import LIVE_STATES, State
 
@@ -67,16 +67,38 @@ def reconcile_soon(trigger: str = "change") -> bool:
 
 
 def follow() -> None:
-    """The pass loop (``manage.py reconcile --follow``): a pass at start, then one whenever woken
-    or at the next deadline, until the process is stopped. A failed pass is logged and tried
-    again at the next wake-up, or after ``RETRY_SECONDS``.
+    """The pass loop (``manage.py reconcile --follow``): stand by until this loop is the active one
+    (``services.leadership``: one per database, whatever the hosts), then ``lead`` until the hold
+    ends; then stand by again. Holds are asked for every ``STANDBY_SECONDS``."""
+    holder = leadership.leadership()
+    standing_by = False
+    while True:
+        if not holder.try_take():
+            if not standing_by:
+                log.warning("standing by: another pass loop is active; taking over when it stops")
+                standing_by = True
+            time.sleep(leadership.STANDBY_SECONDS)
+            continue
+        log.warning("this pass loop is active%s", " now: the one before stopped" if standing_by else "")
+        standing_by = False
+        try:
+            lead(holder)
+        except leadership.LeadershipLost as lost:
+            log.warning("this pass loop is no longer the active one (%s); standing by", lost)
+        finally:
+            holder.release()
+
+
+def lead(holder: leadership.Leadership) -> None:
+    """The active loop: a pass at start, then one whenever woken or at the next deadline. A failed
+    pass is logged and tried again at the next wake-up, or after ``RETRY_SECONDS``.
 
     Coalescing: a pass answers every wake-up that came before it read, and after a pass of D
     seconds the next starts no sooner than D later (at most ``MAX_GAP_SECONDS``). Under a burst
     the loop so takes at most half of one core (and its database's), and the web processes the
     rest, while each pass takes in everything that arrived meanwhile; a quiet site passes at once,
     and a pass over 20,000 waiting requests answers a change within two of its durations."""
-    listener = wakeup.Listener()
+    listener = wakeup.Listener(holder)
     trigger = "start"
     try:
         while True:

@@ -43,7 +43,8 @@ from poolweb.sqlite.locks import LockTimeout, file_lock
 CHUNK = 2000  # values per IN (…): below every database's limit of bound parameters
 OUTBOX_LOCK = 0x706F_6F6C_0001  # pg_advisory_xact_lock keys: the outbox writers,
 SCHEDULES_LOCK = 0x706F_6F6C_0002  # whoever arms the worker's schedules,
-PASS_LOCK = 0x706F_6F6C_0003  # and passes, provisions and the switch (pass_lock)
+PASS_LOCK = 0x706F_6F6C_0003  # and passes, provisions and the switch (pass_lock);
+LEADER_LOCK = 0x706F_6F6C_0004  # pg_advisory_lock: the active pass loop (services.leadership)
 
 
 def select_requests(fields: Sequence[str], column: str, values: Sequence, *, lock: bool = False) -> list[tuple]:

@@ -102,14 +102,16 @@ def _hold(connection: Connection, url: str, token: str, resume_from: int, ids: S
 
 
 class Clients:
-    """``len(tokens)`` client processes against ``host:port``."""
+    """``len(tokens)`` client processes against ``host:port`` (or, with several ports, client n
+    against the n-th, round-robin: several hosts)."""
 
-    def __init__(self, host: str, port: int, tokens: Sequence[str]) -> None:
+    def __init__(self, host: str, port: int | Sequence[int], tokens: Sequence[str]) -> None:
         context = multiprocessing.get_context("spawn")  # nothing of the bench's Django in them
+        ports = [port] if isinstance(port, int) else list(port)
         self.pipes, self.processes = [], []
-        for token in tokens:
+        for n, token in enumerate(tokens):
             ours, theirs = context.Pipe()
-            process = context.Process(target=_serve, args=(theirs, host, port, token), daemon=True)
+            process = context.Process(target=_serve, args=(theirs, host, ports[n % len(ports)], token), daemon=True)
             process.start()
             self.pipes.append(ours)
             self.processes.append(process)

@@ -7,11 +7,14 @@ data directory."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,9 +29,10 @@ from django_q.models import OrmQ
 from poolweb import sql
 from poolweb.models import PassRecord, PassTaskFlag, Request as RequestRow
 from poolweb.services import config as config_services, requests as services, wakeup
+from poolweb.services.tokens import token_issue
 from reconcile import Vector
 
-from tests.live_server import launch, stop
+from tests.live_server import LiveServer, launch, stop
 from tests.poolweb import processes
 from tests.poolweb.conftest import document
 
@@ -184,3 +188,65 @@ def test_kill_of_the_active_host_under_load_loses_and_doubles_nothing(provisione
                              30, "the loop on b to have seen every submission")
     call_command("check_state")  # raises on a violation
     assert len(submitted) == len(set(submitted)) > 10
+
+
+@postgresql_only
+def test_a_rolling_restart_of_every_web_host_under_load_fails_no_keyed_submission(provisioned_here, bob, tmp_path):
+    """Two web hosts and a loop; a client submits with an ``Idempotency-Key`` and, as a proxy does,
+    sends a call that found a host down (or answered 503) to the other host. Each host is
+    restarted in turn meanwhile. Every key ends with exactly one request."""
+    token = token_issue(user=bob)
+    webs = []
+    for name in ("web-a", "web-b"):
+        (tmp_path / name).mkdir()
+        webs.append(LiveServer(processes.environment(POOLWEB_DATA_DIR=str(tmp_path / name)),
+                               tmp_path / name / "server.log", web_only=True).start())
+    keys: list[str] = []
+    failures: list[str] = []
+    retried: list[str] = []
+    done = threading.Event()
+
+    def submit(key: str) -> None:
+        body = json.dumps({"policy": "dev", "profile": "half"}).encode()
+        for attempt in range(40):
+            web = webs[attempt % 2]
+            request = urllib.request.Request(f"{web.url}/api/v1/requests", data=body, method="POST", headers={
+                "Authorization": f"Bearer {token}", "Content-Type": "application/json", "Idempotency-Key": key})
+            try:
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    if answer.status in (200, 201):
+                        return
+            except urllib.error.HTTPError as error:
+                if error.code != 503:
+                    failures.append(f"{key}: {error.code} {error.read()[:200]!r}")
+                    return
+                retried.append(key)
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                retried.append(key)  # this host is down: the next attempt goes to the other
+            time.sleep(0.05)
+        failures.append(f"{key}: no host answered")
+
+    def load() -> None:
+        n = 0
+        while not done.is_set():
+            keys.append(key := f"job-{n}")
+            submit(key)
+            n += 1
+
+    with hosts(tmp_path, "loop"):
+        client = threading.Thread(target=load)
+        client.start()
+        try:
+            for web in webs:
+                time.sleep(1)
+                web.stop()
+                web.start()
+            time.sleep(1)
+        finally:
+            done.set()
+            client.join()
+            for web in webs:
+                web.stop()
+    assert failures == [] and retried  # some calls did find a host down
+    made = list(RequestRow.objects.filter(owner=bob).values_list("idempotency_key", flat=True))
+    assert sorted(made) == sorted(keys) and len(keys) > 20

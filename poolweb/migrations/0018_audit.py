@@ -22,12 +22,12 @@ DROP FUNCTION IF EXISTS poolweb_audit_refuse();
 
 def refuse_changes(apps, schema_editor) -> None:
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(REFUSE)
+        schema_editor.execute(REFUSE, params=None)  # None: the % of RAISE is no placeholder
 
 
 def allow_changes(apps, schema_editor) -> None:
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(ALLOW)
+        schema_editor.execute(ALLOW, params=None)
 
 
 class Migration(migrations.Migration):

@@ -1,14 +1,15 @@
 """The audit log (decisions 154–158): who did what, when, from where, to what.
 
 ``record`` writes one entry, and is called by the service that does the act, inside the act's own
-transaction: an act rolled back leaves no entry, and an entry never exists without its act. The
+transaction: an act rolled back leaves no entry, and an entry never exists without its act (a
+batch's one entry follows its items' transactions, decision 156). The
 services are shared by the API, the console (which calls the API) and the commands, so each act
 is recorded once whoever asked for it.
 
 Who: the account the service acts for (its username then, and its id), or, for a command run
 without an account, the operator's ``user@host``. From where: the client's address
 (``addresses.request_address``), set for the length of each HTTP request by
-``addresses.AuditOrigin``; commands set ``manage.py`` (``acting_from``). Outside both — a Django
+``accounts.AuditOrigin``; commands set ``manage.py`` (``acting_from``). Outside both — a Django
 shell, a script importing the services — it is ``manage.py`` too: nothing else runs the services
 outside an HTTP request.
 
@@ -33,7 +34,6 @@ from poolweb.selectors.audit import ACTIONS
 from poolweb.services.payloads import api_time
 
 COMMAND_LINE = "manage.py"
-
 TEXT = 200  # AuditEntry.target, before, after
 
 

@@ -9,6 +9,7 @@ sign-in page says to ask an administrator instead. Its asks are throttled too.""
 
 from __future__ import annotations
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.contrib.auth import urls as auth_urls
 from django.contrib.auth.backends import ModelBackend
@@ -18,6 +19,7 @@ from django.urls import URLPattern, path
 from django.utils.deprecation import MiddlewareMixin
 
 from poolweb.addresses import request_address
+from poolweb.services.audit import acting_from
 from poolweb.services.signin import (
     password_reset_asked, reset_throttled_message, sign_in_failed, sign_in_wait, throttled_message,
 )
@@ -44,6 +46,30 @@ class ThrottledModelBackend(ModelBackend):
         if user is None:
             sign_in_failed(address=address, username=username)
         return user
+
+
+class AuditOrigin:
+    """What a request does is audited as from its client's address (decision 154). In either mode,
+    as ``SignInThrottleMiddleware`` is; the address is set for the view's thread by asgiref, which
+    hands context variables on."""
+
+    sync_capable = async_capable = True
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest):
+        if self.is_async:
+            return self._acall(request)
+        with acting_from(request_address(request)):
+            return self.get_response(request)
+
+    async def _acall(self, request: HttpRequest):
+        with acting_from(request_address(request)):
+            return await self.get_response(request)
 
 
 class SignInThrottleMiddleware(MiddlewareMixin):

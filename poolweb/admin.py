@@ -1,5 +1,5 @@
 """Django's admin, for whoever runs the service: what happened (passes, requests, configuration
-versions) read-only — decisions are the reconciler's and the API's — API tokens, which an
+versions, the audit log) read-only — decisions are the reconciler's and the API's — API tokens, which an
 admin may revoke (delete: the token stops working at once), and failed sign-ins, which an admin
 may delete to end a lockout."""
 
@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from poolweb.models import ApiToken, ConfigVersion, PassRecord, Policy, Pool, Profile, Request, SignInFailure
+from poolweb.models import (
+    ApiToken, AuditEntry, ConfigVersion, PassRecord, Policy, Pool, Profile, Request, SignInFailure,
+)
+from poolweb.services.tokens import TokenNotFound, token_revoke
 
 
 class ShownOnly:
@@ -103,6 +106,29 @@ class ApiTokenAdmin(ReadOnly):
             function, name, _ = actions["delete_selected"]
             actions["delete_selected"] = (function, name, "Revoke the selected tokens")
         return actions
+
+    def delete_model(self, request, obj: ApiToken) -> None:
+        self.delete_queryset(request, [obj])
+
+    def delete_queryset(self, request, queryset) -> None:
+        """Revoked as everywhere else, so each revocation is audited (decision 154)."""
+        for token in queryset:
+            try:
+                token_revoke(token_id=token.pk, user=request.user)
+            except TokenNotFound:
+                pass  # revoked meanwhile: what was asked for is done
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnly):
+    """The audit log (decision 154): shown only; an entry is never changed or deleted."""
+
+    list_display = ("at", "actor", "origin", "action", "target", "before", "after")
+    list_filter = ("action",)
+    search_fields = ("=actor", "=target", "=origin")
+    date_hierarchy = "at"
+    ordering = ("-id",)
+    show_full_result_count = False
 
 
 @admin.register(SignInFailure)

@@ -107,6 +107,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "poolweb.accounts.SignInThrottleMiddleware",
+    "poolweb.accounts.AuditOrigin",  # acts are audited as from the client's address
 ]
 # Django's password check, with failed sign-ins throttled per client address (poolweb/accounts.py).
 AUTHENTICATION_BACKENDS = ["poolweb.accounts.ThrottledModelBackend"]

@@ -143,7 +143,7 @@ class DraftView(AdminView):
     @extend_schema(tags=[TAG], operation_id="config_draft_destroy", responses={204: None},
                    summary="Discard the draft (idempotent)")
     def delete(self, request):
-        services.draft_delete()
+        services.draft_delete(user=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 RESOURCES = {
     "config": "config", "config_draft": "config-draft", "config_versions": "config-versions",
     "management": "management", "requests": "request-list", "pools": "pools", "policies": "policies",
-    "tokens": "tokens", "me": "me", "health": "health", "schema": "schema", "docs": "api-docs",
+    "tokens": "tokens", "me": "me", "health": "health", "audit": "audit", "schema": "schema", "docs": "api-docs",
 }
 
 

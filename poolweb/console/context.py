@@ -20,6 +20,7 @@ NAVIGATION = (
     ("Policies", "/policies/", False),
     ("Requests", "/requests/", False),
     ("Versions", "/versions/", True),
+    ("Audit", "/audit/", True),
     ("Tokens", "/account/tokens/", False),
 )
 

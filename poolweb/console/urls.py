@@ -5,7 +5,7 @@ view module ``<page>_pages.py``, its template ``templates/console/<page>.html`` 
 from django.urls import path
 
 from poolweb.console import (
-    configuration_pages, policy_pages, queue_pages, request_pages, token_pages, version_pages,
+    audit_pages, configuration_pages, policy_pages, queue_pages, request_pages, token_pages, version_pages,
 )
 
 app_name = "console"
@@ -28,4 +28,5 @@ urlpatterns = [
     path("requests/<int:request_id>/", request_pages.request_page, name="request"),
     path("requests/<int:request_id>/history/", request_pages.request_history_rows, name="request-history"),
     path("account/tokens/", token_pages.tokens_page, name="tokens"),
+    path("audit/", audit_pages.audit_page, name="audit"),
 ]

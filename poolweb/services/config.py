@@ -27,7 +27,7 @@ from poolweb.models import (
 from poolweb.selectors.diffs import config_of
 from poolweb.selectors.drafts import live_number
 from poolweb.selectors.versions import ConfigNotFound, draft_get, live_version, version_get
-from poolweb.services import events
+from poolweb.services import audit, events
 from poolweb.services.draft_base import base_version_errors, refuse_stale
 from poolweb.services.payloads import api_time, json_ready
 from poolweb.services.site import site_locked
@@ -128,9 +128,18 @@ def draft_save(*, document: Any, user, base_version: int | None = None) -> dict:
     return document
 
 
-def draft_delete() -> None:
-    """Discard the draft; nothing happens when there is none (DELETE is idempotent)."""
-    Draft.objects.filter(pk=1).delete()
+@transaction.atomic
+def draft_delete(*, user=None) -> None:
+    """Discard the draft; nothing happens when there is none (DELETE is idempotent). ``user``
+    discards it (None: an operator at the command line); a draft discarded is audited."""
+    draft = Draft.objects.select_for_update().filter(pk=1).first()
+    if draft is None:
+        return
+    draft.delete()
+    audit.record(actor=user, action="draft.reset", target="draft",
+                 before=f"draft from version {draft.based_on or 0}", after="no draft",
+                 detail={"based_on": draft.based_on, "saved_by": draft.updated_by.get_username()
+                         if draft.updated_by else None, "saved_at": api_time(draft.updated_at)})
 
 
 @transaction.atomic
@@ -138,9 +147,13 @@ def version_restore(*, number: int, user) -> dict:
     """Copy version ``number`` into the draft (rollback = restore + provision), made from the
     version live now."""
     version = version_get(number)
+    live = live_number()
     Draft.objects.update_or_create(pk=1, defaults={"document": version.document, "based_on": version.number,
-                                                   "base_version": live_number(),
+                                                   "base_version": live,
                                                    "updated_by": user, "updated_at": timezone.now()})
+    # The two versions are the reference: what the draft now changes is their diff (decision 157).
+    audit.record(actor=user, action="version.restore", target=f"version:{number}", before=f"live version {live}",
+                 after=f"draft of version {number}", detail={"restored": number, "live": live})
     return version.document
 
 
@@ -155,6 +168,8 @@ def management_set(*, enabled: bool, user) -> bool:
         if changed:
             events.publish(events.MANAGEMENT_CHANGED, {"enabled": enabled, "by": getattr(user, "username", None),
                                                        "at": api_time(state.management_changed_at)})
+            audit.record(actor=user, action="management.switch", target="management",
+                         before=audit.on_off(not enabled), after=audit.on_off(enabled))
     logger.info("management %s by %s", "enabled" if enabled else "disabled", getattr(user, "username", None))
     _reconcile_after_change()
     return enabled
@@ -188,6 +203,7 @@ def _publish(state: SiteState, config: Config, normalised: dict, summary: str, *
     if refusals:
         raise ConfigInvalid(refusal_errors(refusals))
     number = (ConfigVersion.objects.aggregate(top=Max("number"))["top"] or 0) + 1
+    previous = state.live_version.number if state.live_version is not None else 0
     version = ConfigVersion.objects.create(number=number, document=normalised, author=author,
                                            author_name="" if author is not None else author_name, comment=comment,
                                            summary=summary)
@@ -199,6 +215,9 @@ def _publish(state: SiteState, config: Config, normalised: dict, summary: str, *
     events.publish(events.CONFIG_PROVISIONED, {
         "version": number, "author": version.author_label, "comment": comment,
         "created_at": api_time(version.created_at)})
+    # What it changed is the version's own summary; the whole diff is the versions' (decision 157).
+    audit.record(actor=author, actor_name=author_name, action="config.provision", target=f"version:{number}",
+                 before=previous, after=number, detail={"summary": summary, "comment": comment})
     return version
 
 

@@ -6,21 +6,28 @@ A batch is its items, each done as its single call does it (``requests.submit``,
 ``requests.request_act``): its own decision in its own transaction, with the lock order and the
 bounded waits of one call (decision 79), so an item refused leaves the others as they are and an
 event goes out only for what committed. What a batch adds is the pass: one for the lot, asked for
-after the last item (``requests.one_pass_after``), not one per item.
+after the last item (``requests.one_pass_after``), not one per item, and one audit entry for
+the items done for other users (decision 156), written once they are, listing only what
+committed.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 
 from poolweb.models import Request as RequestRow
+from poolweb.services import audit
 from poolweb.services.requests import (
     ActionRefused, Refusal, SubmissionSource, one_pass_after, request_act, submit,
 )
 from reconcile import State
+
+log = logging.getLogger(__name__)
 
 
 class BatchItem(NamedTuple):
@@ -39,10 +46,12 @@ def request_submit_batch(*, user, items: Sequence[BatchItem]) -> list[Outcome]:
     outcomes: list[Outcome] = []
     for item in items:
         try:
-            outcomes.append(submit(user=user, submission=item.submission, idempotency_key=item.idempotency_key))
+            outcomes.append(submit(user=user, submission=item.submission, idempotency_key=item.idempotency_key,
+                                   audited=False))
         except (Refusal, PermissionDenied) as refusal:
             outcomes.append(refusal)
     stored = [outcome for outcome in outcomes if isinstance(outcome, tuple)]
+    _audit(user, "submit", [row for row, created in stored if created and row.submitted_by is not None])
     if any(created and row.state == State.PENDING.value for row, created in stored):
         fresh = one_pass_after([row.pk for row, _ in stored])
         outcomes = [(fresh.get(o[0].pk, o[0]), o[1]) if isinstance(o, tuple) else o for o in outcomes]
@@ -69,6 +78,7 @@ def request_act_many(*, user, action: str, items: Sequence[ActionItem]) -> list[
     items before it are done and their pass is still asked for, so the caller's retry of the whole
     batch (every action is idempotent, R-51) finds nothing left waiting for the periodic pass."""
     outcomes: list[ActionOutcome] = []
+    acted: list[RequestRow] = []  # what the audit lists: renewed, released or cancelled
     changed = False
     try:
         for item in items:
@@ -79,9 +89,29 @@ def request_act_many(*, user, action: str, items: Sequence[ActionItem]) -> list[
                 continue
             outcomes.append(row)
             changed |= done
+            if done or action == "heartbeat":
+                acted.append(row)
     except Exception:
+        _audit(user, action, acted, after_error=True)  # what committed; the answer is the error
         if changed:
-            one_pass_after([])  # for what committed; the answer is the error
+            one_pass_after([])
         raise
+    _audit(user, action, acted)
     fresh = one_pass_after([o.pk for o in outcomes if isinstance(o, RequestRow)]) if changed else {}
     return [fresh.get(o.pk, o) if isinstance(o, RequestRow) else o for o in outcomes]
+
+
+def _audit(user, action: str, rows: Sequence[RequestRow], *, after_error: bool = False) -> None:
+    """The batch's one audit entry, for its items on other users' requests (decision 156): in a
+    transaction of its own, after the items' own, so it lists only what committed."""
+    items = [audit.BatchItem(row.pk, row.owner.get_username(), row.state) for row in rows if row.owner_id != user.pk]
+    if not items:
+        return
+    try:
+        with transaction.atomic():
+            audit.record_batch(actor=user, action=action, items=items)
+    except Exception:
+        if not after_error:
+            raise
+        log.exception("the audit entry of a batch cut short was not written: %s of %d requests by %s",
+                      action, len(items), user.get_username())

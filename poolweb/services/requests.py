@@ -14,6 +14,7 @@ Choices where api.md is silent:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,8 +30,9 @@ from poolweb.models import Request as RequestRow, UnannouncedChange
 from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key, submitter_of
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
 from poolweb.selectors.versions import EngineVersion, live_engine_version
-from poolweb.services import events
+from poolweb.services import audit, events
 from poolweb.services.changes import decision_columns, history_entry
+from poolweb.services.payloads import api_time
 from poolweb.services.triggers import reconcile_soon
 from poolweb.sql import api_calls
 from reconcile import Config, Decision, Reason, Request, State, Vector, lifecycle
@@ -124,8 +126,8 @@ def request_submit(*, user, submission: SubmissionSource,
     return row, created
 
 
-def submit(*, user, submission: SubmissionSource,
-           idempotency_key: str | None = None) -> tuple[RequestRow, bool]:
+def submit(*, user, submission: SubmissionSource, idempotency_key: str | None = None,
+           audited: bool = True) -> tuple[RequestRow, bool]:
     """Store a submission without asking for a pass. In this order, each before the next is read:
 
     1. a retried ``idempotency_key`` of ``user``, the submitting account, returns the first
@@ -137,7 +139,8 @@ def submit(*, user, submission: SubmissionSource,
     3. ``TooManyPending`` when the owner has ``POOLWEB_MAX_PENDING_PER_USER`` pending requests;
     4. the submission is read against the live configuration;
     5. ``PermissionDenied`` when the owner is neither staff nor in the policy's group;
-    6. it is stored (``request_create``).
+    6. it is stored (``request_create``), and a request for another owner audited unless
+       ``audited`` is false (a batch audits its items at once, decision 156).
     """
     if idempotency_key is not None:
         earlier = request_by_idempotency_key(user=user, key=idempotency_key)
@@ -158,7 +161,7 @@ def submit(*, user, submission: SubmissionSource,
         raise PermissionDenied(f"{who} not submit to policy {read.policy}: {are} not in its group "
                                f"{config.policy[read.policy].group or '(none)'}")
     return request_create(user=holder, submission=read, live=live, idempotency_key=idempotency_key,
-                          submitted_by=user if on_behalf else None)
+                          submitted_by=user if on_behalf else None, audited=audited)
 
 
 def owner_for(*, caller, username: str):
@@ -173,11 +176,12 @@ def owner_for(*, caller, username: str):
 
 
 def request_create(*, user, submission: Submission, live: EngineVersion, idempotency_key: str | None = None,
-                   submitted_by=None) -> tuple[RequestRow, bool]:
+                   submitted_by=None, audited: bool = True) -> tuple[RequestRow, bool]:
     """Store a submission for its owner ``user``: ``rejected`` with its reason when it can never
     run (R-14), else ``pending``. One transaction: the row, its history and its event; the pass
     judges it later. ``submitted_by``, the account that submitted it for ``user``, is named in the
-    request and in its first history entry (the audit, decision 131).
+    request and in its first history entry (decision 131) and, when ``audited``, in an audit entry
+    written in the same transaction (decision 154).
 
     Two racing submissions with one ``idempotency_key`` meet at the unique constraint; the loser's
     transaction rolls back and it returns the winner's request.
@@ -195,7 +199,7 @@ def request_create(*, user, submission: Submission, live: EngineVersion, idempot
     if submitted_by is not None:
         fields["message"] = f"submitted by {fields['submitted_by']} for {user.get_username()}: {fields['message']}"
     try:
-        row = _store(RequestRow(**fields))
+        row = _store(RequestRow(**fields), audited_by=submitted_by if audited else None)
     except IntegrityError:
         account = submitted_by or user
         earlier = request_by_idempotency_key(user=account, key=idempotency_key) if idempotency_key else None
@@ -205,19 +209,30 @@ def request_create(*, user, submission: Submission, live: EngineVersion, idempot
     return row, True
 
 
-def _store(row: RequestRow) -> RequestRow:
-    """The new row, its first history entry and its event, in one transaction; inside a caller's,
-    a savepoint, so the idempotency key's constraint leaves that transaction usable. On
-    PostgreSQL one statement does the three (``api_calls.insert_submission``: the figure of
-    decision 110); elsewhere the ORM does, as below."""
+def _store(row: RequestRow, audited_by=None) -> RequestRow:
+    """The new row, its first history entry and its event, in one transaction, with the audit
+    entry of ``audited_by``'s submission for the owner when given; inside a caller's, a savepoint,
+    so the idempotency key's constraint leaves that transaction usable. On PostgreSQL one
+    statement does the three (``api_calls.insert_submission``: the figure of decision 110);
+    elsewhere the ORM does, as below."""
     if api_calls.submission_in_one_statement():
-        api_calls.insert_submission(row, events.encoded_request_row(row))
+        with transaction.atomic() if audited_by is not None else contextlib.nullcontext():
+            api_calls.insert_submission(row, events.encoded_request_row(row))
+            _audit_submission(row, audited_by)
         return row
     with transaction.atomic():
         row.save(force_insert=True)
         sql.insert_changes([(row.pk, row.submitted_at, row.state, row.reason, row.message, row.attempt, None)])
         events.publish_request_rows([row])
+        _audit_submission(row, audited_by)
     return row
+
+
+def _audit_submission(row: RequestRow, submitter) -> None:
+    if submitter is not None:
+        audit.record(actor=submitter, action="request.submit", target=audit.request_target(row.pk), after=row.state,
+                     request_ids=[row.pk], detail={"owner": row.owner.get_username(), "owner_id": row.owner_id,
+                                                   "policy": row.policy, "profile": row.profile})
 
 
 def may_submit(user, config: Config, policy: str, groups: frozenset[str]) -> bool:
@@ -256,13 +271,14 @@ ACTIONS = ("heartbeat", "release", "cancel")
 
 def request_act(*, user, action: str, request_id: int, attempt: int | None = None) -> tuple[RequestRow, bool]:
     """One of ``ACTIONS`` on one request, in its own transaction, as ``request_heartbeat``,
-    ``request_release`` and ``request_cancel`` do it, but without the pass a change asks for: the
-    request afterwards and whether it changed, for a caller that asks for one pass after many
-    (``request_batches.request_act_many``). Cancel takes no ``attempt``."""
+    ``request_release`` and ``request_cancel`` do it, but without the pass a change asks for and
+    without its audit entry: the request afterwards and whether it changed (a heartbeat
+    changes nothing a pass reads), for a caller that asks for one pass after many and audits them at once
+    (``request_batches.request_act_many``, decision 156). Cancel takes no ``attempt``."""
     if action == "heartbeat":
-        return _renew(user=user, request_id=request_id, attempt=attempt), False
+        return _renew(user=user, request_id=request_id, attempt=attempt, audited=False), False
     decide = {"release": lifecycle.release, "cancel": lifecycle.cancel}[action]
-    return _carry_out(user=user, request_id=request_id, action=decide, attempt=attempt)
+    return _carry_out(user=user, request_id=request_id, action=decide, attempt=attempt, audited=False)
 
 
 def one_pass_after(ids: Sequence[int]) -> dict[int, RequestRow]:
@@ -281,7 +297,8 @@ def _act(user, request_id: int, action: Action, attempt: int | None = None) -> R
 
 
 @transaction.atomic
-def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) -> tuple[RequestRow, bool]:
+def _carry_out(*, user, request_id: int, action: Action, attempt: int | None,
+               audited: bool = True) -> tuple[RequestRow, bool]:
     """Decide ``action`` on a request ``user`` may see and write it: the request as it is now,
     and whether anything changed.
 
@@ -306,11 +323,18 @@ def _carry_out(*, user, request_id: int, action: Action, attempt: int | None) ->
     UnannouncedChange.objects.create(pool=before.pool or locked.queue_pool or "", policy=before.policy)
     row = _fresh(request_id)
     events.publish_request_rows([row])
+    if audited and row.owner_id != user.pk:  # an admin's (or a service account's) act for another user
+        audit.record(actor=user, action=f"request.{ACTION_NAMES[action]}", target=audit.request_target(request_id),
+                     before=before.state.value, after=row.state, request_ids=[request_id],
+                     detail={"owner": row.owner.get_username(), "owner_id": row.owner_id, "attempt": before.attempt})
     return row, True
 
 
+ACTION_NAMES = {lifecycle.release: "release", lifecycle.cancel: "cancel"}
+
+
 @transaction.atomic
-def _renew(*, user, request_id: int, attempt: int | None) -> RequestRow:
+def _renew(*, user, request_id: int, attempt: int | None, audited: bool = True) -> RequestRow:
     before = _locked(user, request_id).request
     now = timezone.now()
     if attempt is not None and attempt != before.attempt:
@@ -327,6 +351,11 @@ def _renew(*, user, request_id: int, attempt: int | None) -> RequestRow:
         raise RequestConflict(f"request {request_id} changed meanwhile; try again")
     row = _fresh(request_id)
     events.publish_request_rows([row])  # its lease_expires_at is news to whoever follows it
+    if audited and row.owner_id != user.pk:
+        audit.record(actor=user, action="request.heartbeat", target=audit.request_target(request_id),
+                     before=api_time(before.lease_expires_at) or "", after=api_time(row.lease_expires_at),
+                     request_ids=[request_id], detail={"owner": row.owner.get_username(), "owner_id": row.owner_id,
+                                                       "attempt": before.attempt})
     return row
 
 

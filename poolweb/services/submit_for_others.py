@@ -14,6 +14,7 @@ from django.contrib.auth.models import Permission
 from django.db import transaction
 from django.db.models import Q
 
+from poolweb.services import audit
 from poolweb.sql.api_calls import SUBMIT_FOR_OTHERS
 
 
@@ -27,9 +28,10 @@ def submit_for_others_permission() -> Permission:
 
 
 @transaction.atomic
-def submit_for_others_grant(*, username: str, granted: bool = True) -> bool:
-    """Grant (or with ``granted`` False, revoke) the permission to the account itself; whether that
-    changed anything. A grant through a group is the group's, changed where groups are."""
+def submit_for_others_grant(*, username: str, granted: bool = True, by=None) -> bool:
+    """Grant (or with ``granted`` False, revoke) the permission to the account itself, ``by`` an
+    account or (None) an operator at the command line; whether that changed anything (a change
+    is audited). A grant through a group is the group's, changed where groups are."""
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
         raise NoSuchAccount(f"there is no user named {username!r}")
@@ -38,6 +40,10 @@ def submit_for_others_grant(*, username: str, granted: bool = True) -> bool:
     if held == granted:
         return False
     (user.user_permissions.add if granted else user.user_permissions.remove)(permission)
+    audit.record(actor=by, action="permission.grant" if granted else "permission.revoke",
+                 target=f"user:{user.get_username()}", before="may not" if granted else "may",
+                 after="may" if granted else "may not",
+                 detail={"permission": ".".join(SUBMIT_FOR_OTHERS), "user_id": user.pk})
     return True
 
 

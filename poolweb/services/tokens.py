@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from poolweb.models import ApiToken
+from poolweb.services import audit
 from poolweb.sql.api_calls import Bearer, bearer
 
 MAX_NAME = 100  # ApiToken.name
@@ -42,10 +43,14 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+OWNER = object()  # ``token_create``'s ``by`` when the owner makes it
+
+
 @transaction.atomic
-def token_create(*, user, name: str) -> tuple[ApiToken, str]:
+def token_create(*, user, name: str, by=OWNER) -> tuple[ApiToken, str]:
     """A new token for ``user``, and its secret: returned this once and never stored;
-    ``TooManyTokens`` when ``user`` has the most one may have."""
+    ``TooManyTokens`` when ``user`` has the most one may have. ``by`` makes it: ``user`` itself
+    unless given, None for an operator at the command line (the audit's actor)."""
     # The owner's row stays locked from the count to the insert, so two creations at the cap
     # cannot both see room. SQLite ignores FOR UPDATE, but its transactions take the write lock
     # at BEGIN (IMMEDIATE), which queues them all the same.
@@ -55,12 +60,14 @@ def token_create(*, user, name: str) -> tuple[ApiToken, str]:
         raise TooManyTokens(cap)
     token = secrets.token_urlsafe(32)
     row = ApiToken.objects.create(user=user, name=name, digest=digest(token), prefix=token[:8])
+    audit.record(actor=user if by is OWNER else by, action="token.create", target=audit.token_target(row.prefix),
+                 after=f"{name} ({row.prefix}…) of {user.get_username()}", detail=audit.token_detail(row))
     return row, token
 
 
-def token_issue(*, user, name: str = COMMAND_NAME) -> str:
+def token_issue(*, user, name: str = COMMAND_NAME, by=OWNER) -> str:
     """The secret of a new token for ``user`` (scripts and tests need no more)."""
-    return token_create(user=user, name=name)[1]
+    return token_create(user=user, name=name, by=by)[1]
 
 
 def token_authenticate(token: str) -> Bearer | None:
@@ -91,6 +98,7 @@ def token_list(*, owner=None) -> QuerySet[ApiToken]:
     return rows if owner is None else rows.filter(user=owner)
 
 
+@transaction.atomic
 def token_revoke(*, token_id: int, user=None) -> None:
     """Delete a token: one of ``user``'s (an admin: anyone's), or any when ``user`` is None (an
     operator at the command line). It stops working at once, and open streams signed in with it
@@ -98,12 +106,24 @@ def token_revoke(*, token_id: int, user=None) -> None:
     rows = ApiToken.objects.filter(pk=token_id) if 0 < token_id < 2**63 else ApiToken.objects.none()
     if user is not None and not user.is_staff:
         rows = rows.filter(user=user)
-    deleted, _ = rows.delete()
-    if not deleted:
+    if not _revoke(list(rows.select_related("user").select_for_update()), by=user):
         raise TokenNotFound(f"there is no token {token_id}")
 
 
-def tokens_revoke_all(*, owner) -> int:
-    """Delete every token of ``owner`` (someone leaving); how many there were."""
-    deleted, _ = ApiToken.objects.filter(user=owner).delete()
+@transaction.atomic
+def tokens_revoke_all(*, owner, by=None) -> int:
+    """Delete every token of ``owner`` (someone leaving), ``by`` an account or (None) an operator at
+    the command line; how many there were."""
+    return _revoke(list(ApiToken.objects.filter(user=owner).select_related("user").select_for_update()), by=by)
+
+
+def _revoke(tokens: list[ApiToken], *, by) -> int:
+    """Delete ``tokens`` that are still there, each audited; how many were."""
+    deleted = 0
+    for token in tokens:
+        if ApiToken.objects.filter(pk=token.pk).delete()[0]:
+            deleted += 1
+            audit.record(actor=by, action="token.revoke", target=audit.token_target(token.prefix),
+                         before=f"{token.name} ({token.prefix}…) of {token.user.get_username()}", after="revoked",
+                         detail=audit.token_detail(token))
     return deleted

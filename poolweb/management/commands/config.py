@@ -13,9 +13,7 @@ file every time.
 
 from __future__ import annotations
 
-import getpass
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +23,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import OperationalError
 
 from poolweb.json_input import read_json
-from poolweb.management.users import user_named
+from poolweb.management.users import command_line, os_author, user_named
 from poolweb.sql import busy_message
 from poolweb.selectors.versions import config_live_document
 from poolweb.services import config as services
@@ -56,15 +54,6 @@ def load(text: str, *, as_yaml: bool) -> Any:
         raise ValueError("the file nests too deeply") from None
 
 
-def os_author() -> str:
-    """Who runs the command, as ``user@host``: a version provisioned by a script says from where."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no name for this uid (a container), no login
-        user = "unknown"
-    return f"{user}@{socket.gethostname()}"[:services.MAX_AUTHOR_NAME]
-
-
 class Command(BaseCommand):
     help = "Export the live configuration, or import a configuration file into the draft (or provision it)."
 
@@ -81,6 +70,10 @@ class Command(BaseCommand):
         authors.add_argument("--author", help="the author's name, when it is no account (default: your user@host)")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        with command_line():
+            self.act(options)
+
+    def act(self, options: dict[str, Any]) -> None:
         if options["action"] == "export":
             self.export(options["file"])
         else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from poolweb.management.users import user_named
+from poolweb.management.users import command_line, user_named
 from poolweb.services.tokens import COMMAND_NAME, MAX_NAME, TooManyTokens, token_issue
 
 
@@ -25,7 +25,8 @@ class Command(BaseCommand):
         if not name.strip() or len(name) > MAX_NAME or not name.isprintable():
             raise CommandError(f"--name must be 1 to {MAX_NAME} printable characters")
         try:
-            token = token_issue(user=user, name=name)
+            with command_line():
+                token = token_issue(user=user, name=name, by=None)
         except TooManyTokens as error:
             raise CommandError(f"{username} has {error.cap} API tokens, the most one may have "
                                "(POOLWEB_MAX_TOKENS_PER_USER): revoke one first (revoke_api_token)") from None

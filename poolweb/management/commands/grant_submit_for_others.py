@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from poolweb.management.users import command_line
 from poolweb.services.submit_for_others import NoSuchAccount, submit_for_others_grant, submit_for_others_holders
 
 
@@ -26,7 +27,8 @@ class Command(BaseCommand):
         if not username:
             raise CommandError("give a USERNAME (or --list)")
         try:
-            changed = submit_for_others_grant(username=username, granted=not revoke)
+            with command_line():
+                changed = submit_for_others_grant(username=username, granted=not revoke)
         except NoSuchAccount as error:
             raise CommandError(str(error)) from None
         verb = "may no longer" if revoke else "may"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from poolweb.management.users import user_named
+from poolweb.management.users import command_line, user_named
 from poolweb.services.tokens import TokenNotFound, token_revoke, tokens_revoke_all
 
 
@@ -19,6 +19,10 @@ class Command(BaseCommand):
         parser.add_argument("--user", help="revoke every token of this user instead")
 
     def handle(self, *args, ids: list[int], user: str | None, **options) -> None:
+        with command_line():
+            self.revoke(ids, user)
+
+    def revoke(self, ids: list[int], user: str | None) -> None:
         if bool(ids) == bool(user):
             raise CommandError("give token ids or --user USERNAME, not both")
         if user is not None:

@@ -88,6 +88,7 @@ MATRIX = [
     signed_in("GET", "/policies"),
     Row("GET", "/requests/{request}/history", None, UNAUTHENTICATED, OK, HIDDEN, OK),
     admin_only("GET", "/health", OK),
+    admin_only("GET", "/audit", OK),
     signed_in("GET", "/tokens"),
     Row("POST", "/tokens", {"name": "laptop"}, UNAUTHENTICATED, CREATED, CREATED, CREATED),
     Row("DELETE", "/tokens/{token}", None, UNAUTHENTICATED, NO_CONTENT, HIDDEN, NO_CONTENT),  # bob's token

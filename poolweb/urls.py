@@ -7,7 +7,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import AllowAny
 
-from poolweb.accounts import account_paths
+from poolweb.accounts import AdminSignInForm, account_paths
 from poolweb.metrics.views import metrics
 
 
@@ -16,6 +16,9 @@ def favicon(request: HttpRequest) -> HttpResponse:
     (not permanent: the static file's address may change)."""
     return redirect(static("console/logo.svg"))
 
+
+# The admin's sign-in says when the directory is down or a name is taken, as /accounts/login/ does.
+admin.site.login_form = AdminSignInForm
 
 urlpatterns = [
     path("favicon.ico", favicon),

@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from poolweb.models import ApiToken
+from poolweb.services.directory import directory_recheck
 from poolweb.sql.api_calls import Bearer, bearer
 
 MAX_NAME = 100  # ApiToken.name
@@ -68,6 +69,8 @@ def token_authenticate(token: str) -> Bearer | None:
     if not token.isascii():
         return None  # a secret is URL-safe base64; a lone surrogate could not even be hashed
     found = bearer(digest(token))
+    if found is not None:
+        directory_recheck(found.user)  # a directory user's: still in the directory? (decision 167)
     if found is None or not found.user.is_active:
         return None
     now = timezone.now()

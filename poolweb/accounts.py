@@ -110,7 +110,8 @@ class SignInView(LoginView):
         context = super().get_context_data(**kwargs)
         return {**context, "oidc": settings.OIDC, "sign_in_error": sign_in_error(context["form"]),
                 "passwords": settings.LDAP_ENABLED or settings.LOCAL_SIGN_IN != "off",
-                "directory_passwords": settings.LDAP_ENABLED}
+                "directory_passwords": settings.LDAP_ENABLED,
+                "admins_only": not settings.LDAP_ENABLED and settings.LOCAL_SIGN_IN == "admins"}
 
 
 def sign_in_error(form) -> str | None:

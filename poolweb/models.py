@@ -281,6 +281,8 @@ class DirectoryAccount(models.Model):
     source = models.CharField(max_length=8, choices=Source.choices)
     subject = models.CharField(max_length=255)  # the LDAP DN, or the OIDC "sub"
     checked_at = models.DateTimeField(default=timezone.now)  # the directory's last answer for this user
+    # OIDC: the provider's refresh token, encrypted (services/oidc_provider.py), to re-check without the user.
+    refresh_token = models.TextField(blank=True, default="")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["source", "subject"], name="directory_account_subject")]

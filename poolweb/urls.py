@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.permissions import AllowAny
 
 from poolweb.accounts import AdminSignInForm, account_paths
+from poolweb.directory.oidc import oidc_paths
 from poolweb.metrics.views import metrics
 
 
@@ -23,7 +24,7 @@ admin.site.login_form = AdminSignInForm
 urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
-    path("accounts/", include(account_paths())),
+    path("accounts/", include(account_paths() + oidc_paths())),  # oidc/login/, oidc/callback/
     path("api/v1/", include("poolweb.api.urls")),
     path("metrics", metrics, name="metrics"),  # Prometheus's conventional address, outside the API
     # The contract is public; every endpoint it describes still asks who is calling.

@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
 from poolweb.console.request_pages import ACTIONS
-from poolweb.selectors.directory import managed_by_label
+from poolweb.selectors.directory import console_managed_by
 from poolweb.selectors.versions import LiveSite, Management, display_names, management_of, management_state
 
 # (link name, path, admins only): docs/console.md names the links.
@@ -38,8 +38,9 @@ class Shell:
 
     @cached_property
     def managed_by(self) -> str:
-        """How the directory manages the signed-in user ("LDAP", "OpenID Connect"), or ""."""
-        return managed_by_label(self.request.user)
+        """How the directory manages the signed-in user ("LDAP", "OpenID Connect"), or "" (and
+        no query) when no directory is configured."""
+        return console_managed_by(self.request.user)
 
     @property
     def request_states(self) -> dict[str, tuple[str, ...]]:

@@ -30,7 +30,7 @@ from poolweb.realtime.outbox import Viewer
 from poolweb.realtime.protocol import (
     AccountDisabled, PermissionsChanged, ProtocolError, SignedOut, TokenRevoked, TooManyFailures,
 )
-from poolweb.services.directory import directory_recheck
+from poolweb.services.directory_recheck import directory_recheck
 from poolweb.services.signin import sign_in_failed, sign_in_wait, throttled_message
 from poolweb.services.tokens import token_authenticate, token_in_force
 

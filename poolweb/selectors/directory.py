@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth.models import Group
 
 from poolweb.models import DirectoryAccount
@@ -18,5 +19,16 @@ def managed_by_label(row) -> str:
     return account.get_source_display() if isinstance(account, DirectoryAccount) else ""
 
 
+def directory_configured() -> bool:
+    """Whether a directory signs people in: else the console reads nothing to mark (no query)."""
+    return bool(settings.LDAP_ENABLED or settings.OIDC)
+
+
+def console_managed_by(user) -> str:
+    return managed_by_label(user) if directory_configured() else ""
+
+
 def managed_group_names() -> set[str]:
+    if not directory_configured():
+        return set()
     return set(Group.objects.filter(directory_groups__isnull=False).values_list("name", flat=True))

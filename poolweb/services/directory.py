@@ -7,21 +7,6 @@ are the admin's to fill by hand and stay as they are. ``directory_user_disable``
 user the directory no longer has (removed, or disabled and so left out by the user filter):
 their sessions, tokens and open streams end as for any deactivated user (realtime/auth.py).
 
-``directory_recheck`` asks the directory again about a user who uses an API token or keeps a
-stream open (decision 167): a session ends with the user's deactivation, but a token was issued once and
-would otherwise outlive the directory's word. When the directory last answered for the user more
-than ``POOLWEB_DIRECTORY_RECHECK_MINUTES`` ago, the next use of a token (REST call, stream
-sign-in) and the next re-check of an open stream (``EVENT_STREAM["RECHECK_MS"]``) ask it again:
-
-- it has the user: their groups and admin rights follow it;
-- it has no such user (removed, or disabled and so left out by the user filter): the user is
-  deactivated, so the token is refused and the stream closes as for any deactivated user;
-- it does not answer: the last answer stands and the next use asks again (refusing would stop
-  every API client, the Slurm bridge among them, at once, for an outage of the directory).
-
-LDAP users are asked with the service account, through the authentication backend that offers
-``directory_user`` (poolweb/directory/ldap.py), so this module imports no LDAP library.
-
 Example: with mappings ``ml-team → dev`` and ``gpu-admins → (admin)``, a user whose directory
 groups are ``{"ML-Team", "staff"}`` ends in ``dev``, not an administrator; removed from
 ``ml-team`` in the directory, they leave ``dev`` at their next sign-in or re-check.
@@ -32,15 +17,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from django.conf import settings
-from django.contrib.auth import get_backends, get_user_model
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
 from poolweb.models import DirectoryAccount, DirectoryGroup
+from poolweb.services.oidc_provider import sealed
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +106,37 @@ def directory_user_sync(*, user, source: str, subject: str, directory_groups: It
     return mapped
 
 
+def claim_text(claims: dict, name: str, limit: int) -> str:
+    value = claims.get(name)
+    return value[:limit] if isinstance(value, str) else ""
+
+
+def claim_groups(claims: dict, name: str) -> set[str]:
+    """The groups claim: a list of names (Keycloak, Okta, Entra ID), or one name."""
+    value = claims.get(name)
+    if isinstance(value, str):
+        return {value}
+    return {item for item in value if isinstance(item, str)} if isinstance(value, list) else set()
+
+
+@transaction.atomic
+def directory_oidc_sign_in(*, claims: dict, groups_claim: str, username_claim: str, refresh_token: str = ""):
+    """The user an OIDC provider's checked claims name, synced: found by ``sub`` (stable), named
+    by ``username_claim`` (``sub`` when it has none) when new; ``LocalAccountTaken`` as for LDAP.
+    ``refresh_token`` is kept, encrypted, for the re-checks (services/directory_recheck.py)."""
+    subject = claims["sub"]
+    username = claim_text(claims, username_claim, 150) or subject[:150]
+    user = directory_user_claim(username=username, source=DirectoryAccount.Source.OIDC, subject=subject)
+    user.first_name = claim_text(claims, "given_name", 150) or user.first_name
+    user.last_name = claim_text(claims, "family_name", 150) or user.last_name
+    user.email = claim_text(claims, "email", 254) or user.email
+    directory_user_sync(user=user, source=DirectoryAccount.Source.OIDC, subject=subject,
+                        directory_groups=claim_groups(claims, groups_claim))
+    # Kept for re-checks (decision 169); none offered: the last one is no longer good either.
+    DirectoryAccount.objects.filter(user=user).update(refresh_token=sealed(refresh_token))
+    return user
+
+
 @transaction.atomic
 def directory_user_disable(*, user, now: datetime | None = None) -> None:
     """The directory no longer has ``user``: deactivated, out of the managed groups, no admin."""
@@ -131,32 +147,3 @@ def directory_user_disable(*, user, now: datetime | None = None) -> None:
     user.is_active = user.is_staff = user.is_superuser = False
 
 
-def directory_user_checked(*, user, now: datetime | None = None) -> None:
-    DirectoryAccount.objects.filter(user=user).update(checked_at=now or timezone.now())
-
-
-def recheck_due(account: DirectoryAccount, now: datetime) -> bool:
-    return now - account.checked_at >= timedelta(minutes=settings.POOLWEB["DIRECTORY_RECHECK_MINUTES"])
-
-
-def directory_recheck(user, now: datetime | None = None) -> None:
-    """Ask the directory about ``user`` if it is time (the module's docstring); ``user`` is
-    updated in place (``is_active``, ``is_staff``)."""
-    if not settings.LDAP_ENABLED:
-        return  # no query at all without a directory to ask
-    account = DirectoryAccount.objects.filter(user=user, source=DirectoryAccount.Source.LDAP).first()
-    now = now or timezone.now()
-    if account is None or not user.is_active or not recheck_due(account, now):
-        return
-    backend = next((b for b in get_backends() if hasattr(b, "directory_user")), None)
-    if backend is None:
-        return
-    try:
-        found = backend.directory_user(user.get_username())
-    except DirectoryUnreachable as error:
-        log.warning("could not re-check %s with the directory: %s", user.get_username(), error.detail)
-        return
-    if found is None or found.pk != user.pk:
-        directory_user_disable(user=user, now=now)
-        return
-    user.is_active, user.is_staff, user.is_superuser = found.is_active, found.is_staff, found.is_superuser

@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from poolweb.models import ApiToken
-from poolweb.services.directory import directory_recheck
+from poolweb.services.directory_recheck import directory_recheck
 from poolweb.sql.api_calls import Bearer, bearer
 
 MAX_NAME = 100  # ApiToken.name

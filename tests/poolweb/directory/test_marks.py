@@ -66,14 +66,28 @@ def test_a_mapping_to_nothing_is_refused_naming_it(admin_client):
     assert "Name a Poolweb group, make its members administrators, or both." in response.content.decode()
 
 
-def test_the_console_marks_a_directory_user(bea):
+@pytest.fixture
+def configured(settings):
+    settings.LDAP_ENABLED = True  # the console marks only while a directory signs people in
+
+
+def test_the_console_marks_a_directory_user(bea, configured):
     client = Client()
     client.force_login(bea)
 
     assert 'class="chip fixed">directory<' in client.get("/requests/").content.decode()
 
 
-def test_the_console_does_not_mark_a_local_user():
+def test_the_console_marks_a_policys_group_the_directory_manages(bea, configured, provisioned):
+    client = Client()
+    client.force_login(bea)
+
+    page = client.get("/policies/").content.decode()
+    dev = page[page.index('aria-label="Policy dev"'):]
+    assert "from the directory" in dev[:dev.index("</header>")]
+
+
+def test_the_console_does_not_mark_a_local_user(configured):
     client = Client()
     client.force_login(User.objects.create_user("dana"))
 

@@ -46,14 +46,6 @@ def ldap_settings() -> dict[str, object]:
         raise ImproperlyConfigured("POOLWEB_LDAP_STARTTLS is for ldap:// URLs: ldaps:// speaks TLS from the start")
     group_type = env_choice("POOLWEB_LDAP_GROUP_TYPE", tuple(GROUP_TYPES))
     type_name, group_filter = GROUP_TYPES[group_type]
-    timeout = env_int("POOLWEB_LDAP_TIMEOUT_SECONDS", 5, minimum=1, maximum=120)
-    # A directory that does not answer is reported within this time, not after the OS's minutes.
-    options: dict[int, object] = {ldap.OPT_NETWORK_TIMEOUT: timeout, ldap.OPT_TIMEOUT: timeout, ldap.OPT_REFERRALS: 0}
-    ca_file = env_str("POOLWEB_LDAP_CA_FILE").strip()
-    if ca_file:
-        options[ldap.OPT_X_TLS_CACERTFILE] = ca_file
-        options[ldap.OPT_X_TLS_REQUIRE_CERT] = ldap.OPT_X_TLS_DEMAND
-        options[ldap.OPT_X_TLS_NEWCTX] = 0  # last: applies the TLS options above to this connection
     user_base = _required("POOLWEB_LDAP_USER_BASE", "POOLWEB_LDAP_URL")
     group_base = env_str("POOLWEB_LDAP_GROUP_BASE").strip() or user_base
     return {
@@ -61,7 +53,7 @@ def ldap_settings() -> dict[str, object]:
         "AUTH_LDAP_START_TLS": starttls,
         "AUTH_LDAP_BIND_DN": env_str("POOLWEB_LDAP_BIND_DN"),
         "AUTH_LDAP_BIND_PASSWORD": env_str("POOLWEB_LDAP_BIND_PASSWORD"),
-        "AUTH_LDAP_CONNECTION_OPTIONS": options,
+        "AUTH_LDAP_CONNECTION_OPTIONS": _connection_options(ldap),
         "AUTH_LDAP_USER_SEARCH": config.LDAPSearch(
             user_base, ldap.SCOPE_SUBTREE, env_str("POOLWEB_LDAP_USER_FILTER").strip() or "(uid=%(user)s)"),
         "AUTH_LDAP_GROUP_SEARCH": config.LDAPSearch(
@@ -73,6 +65,18 @@ def ldap_settings() -> dict[str, object]:
         "AUTH_LDAP_MIRROR_GROUPS": False,
         "AUTH_LDAP_CACHE_TIMEOUT": 0,
     }
+
+
+def _connection_options(ldap) -> dict[int, object]:
+    timeout = env_int("POOLWEB_LDAP_TIMEOUT_SECONDS", 5, minimum=1, maximum=120)
+    # A directory that does not answer is reported within this time, not after the OS's minutes.
+    options: dict[int, object] = {ldap.OPT_NETWORK_TIMEOUT: timeout, ldap.OPT_TIMEOUT: timeout, ldap.OPT_REFERRALS: 0}
+    ca_file = env_str("POOLWEB_LDAP_CA_FILE").strip()
+    if ca_file:
+        options[ldap.OPT_X_TLS_CACERTFILE] = ca_file
+        options[ldap.OPT_X_TLS_REQUIRE_CERT] = ldap.OPT_X_TLS_DEMAND
+        options[ldap.OPT_X_TLS_NEWCTX] = 0  # last: applies the TLS options above to this connection
+    return options
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,8 @@ class DirectoryLdapBackend(LDAPBackend):
         return user
 
     def get_or_build_user(self, username, ldap_user):
-        user = directory_user_claim(username=username, source=SOURCE, subject=ldap_user.dn)
+        # Lower case, as django-auth-ldap's own: a directory compares names without case.
+        user = directory_user_claim(username=username.lower(), source=SOURCE, subject=ldap_user.dn)
         return user, user.pk is None
 
     def authenticate_ldap_user(self, ldap_user, password):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+
 import pytest
 
 from poolweb.directory_config import ldap_settings, oidc_provider
@@ -10,6 +13,10 @@ from poolweb.env import ImproperlyConfigured
 LDAP = {"POOLWEB_LDAP_URL": "ldap://directory.example.org", "POOLWEB_LDAP_USER_BASE": "ou=people,dc=example,dc=org"}
 OIDC = {"POOLWEB_OIDC_ISSUER": "https://sso.example.org/realms/acme", "POOLWEB_OIDC_CLIENT_ID": "poolweb",
         "POOLWEB_OIDC_CLIENT_SECRET": "secret"}
+
+
+needs_python_ldap = pytest.mark.skipif(not importlib.util.find_spec("ldap"),
+                                       reason="python-ldap is not installed (pip install -e '.[ldap]'; .ci/run does)")
 
 
 @pytest.fixture
@@ -24,11 +31,20 @@ def environment(monkeypatch):
     return set_
 
 
+def test_without_python_ldap_the_start_says_which_extra_to_install(environment, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ldap", None)  # import ldap raises ImportError
+    environment(LDAP)
+
+    with pytest.raises(ImproperlyConfigured, match=r"pip install -e '\.\[ldap\]'"):
+        ldap_settings()
+
+
 def test_both_are_off_unless_configured(environment):
     assert ldap_settings() == {}
     assert oidc_provider() is None
 
 
+@needs_python_ldap
 def test_ldap_configured(environment):
     environment({**LDAP, "POOLWEB_LDAP_STARTTLS": "on", "POOLWEB_LDAP_GROUP_TYPE": "activeDirectory"})
 
@@ -47,6 +63,7 @@ def test_ldap_configured(environment):
     ({**LDAP, "POOLWEB_LDAP_URL": "ldaps://directory.example.org", "POOLWEB_LDAP_STARTTLS": "on"}, "POOLWEB_LDAP_STARTTLS"),
     ({**LDAP, "POOLWEB_LDAP_GROUP_TYPE": "groups"}, "POOLWEB_LDAP_GROUP_TYPE"),
 ])
+@needs_python_ldap
 def test_a_bad_ldap_setting_is_named(environment, values, named):
     environment(values)
 

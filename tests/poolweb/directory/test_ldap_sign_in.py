@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import ldap
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
@@ -22,6 +21,7 @@ from tests.slapd import BASE, password
 
 from .conftest import point_at
 
+ldap = pytest.importorskip("ldap", reason="python-ldap is not installed (pip install -e '.[ldap]'; .ci/run does)")
 pytestmark = pytest.mark.django_db
 
 
@@ -77,6 +77,13 @@ def test_the_first_sign_in_creates_the_user_with_the_groups_the_mapping_gives(di
     account = DirectoryAccount.objects.get(user=bea)
     assert (account.source, account.subject) == ("ldap", f"uid=bea,ou=people,{BASE}")
     assert client.get("/").status_code == 200
+
+
+def test_the_name_is_kept_in_lower_case_whatever_case_is_typed(directory):
+    assert sign_in("BEA", password("bea"))[1].status_code == 302
+    assert sign_in("bea")[1].status_code == 302
+
+    assert list(User.objects.values_list("username", flat=True)) == ["bea"]
 
 
 def test_a_directory_group_that_makes_admins_makes_an_administrator(directory):

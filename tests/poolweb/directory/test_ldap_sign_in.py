@@ -236,3 +236,19 @@ def test_a_certificate_it_cannot_check_is_no_sign_in(directory, settings, monkey
     _, response = sign_in("bea")
 
     assert response.status_code == 200 and not User.objects.filter(username="bea").exists()
+
+
+def test_a_team_member_from_the_directory_submits_to_the_teams_policy_until_removed(directory, membership, provisioned):
+    """The issue's "done when": no admin touches users or groups; the directory decides."""
+    sign_in("bea")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token_issue(user=User.objects.get(username='bea'))}")
+    submission = {"policy": "dev", "profile": "half"}
+
+    assert api.post("/api/v1/requests", submission, format="json").status_code == 201
+    membership("bea", "ml-team", present=False)
+    DirectoryAccount.objects.update(checked_at=timezone.now() - timedelta(minutes=5))
+
+    refused = api.post("/api/v1/requests", submission, format="json")
+    assert refused.status_code == 403, refused.json()
+    assert groups_of("bea") == {"vision"}

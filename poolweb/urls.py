@@ -18,8 +18,10 @@ def favicon(request: HttpRequest) -> HttpResponse:
     return redirect(static("console/logo.svg"))
 
 
-# The admin's sign-in says when the directory is down or a name is taken, as /accounts/login/ does.
+# The admin's sign-in says when the directory is down or a name is taken, as /accounts/login/ does,
+# and offers the OpenID Connect provider when one is configured.
 admin.site.login_form = AdminSignInForm
+admin.site.login_template = "admin/poolweb_login.html"
 
 urlpatterns = [
     path("favicon.ico", favicon),

@@ -252,3 +252,12 @@ def test_a_team_member_from_the_directory_submits_to_the_teams_policy_until_remo
     refused = api.post("/api/v1/requests", submission, format="json")
     assert refused.status_code == 403, refused.json()
     assert groups_of("bea") == {"vision"}
+
+
+def test_the_admins_sign_in_says_the_directory_is_down_too(directory, settings, monkeypatch):
+    point_at(settings, monkeypatch, directory.environment(POOLWEB_LDAP_URL=f"ldap://127.0.0.1:{free_port()}"))
+
+    response = Client().post("/admin/login/", {"username": "ada", "password": password("ada"), "next": "/admin/"})
+
+    assert response.status_code == 200
+    assert "The company directory cannot be reached right now" in response.content.decode()

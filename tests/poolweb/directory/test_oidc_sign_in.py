@@ -99,3 +99,17 @@ def test_a_local_administrators_name_is_refused():
 
     with pytest.raises(LocalAccountTaken):
         directory_oidc_sign_in(claims={**CLAIMS, "groups": []}, groups_claim="groups", username_claim="preferred_username")
+
+
+def test_the_admins_sign_in_offers_the_provider(down):
+    page = Client().get("/admin/login/?next=/admin/").content.decode()
+
+    assert 'href="/accounts/oidc/login/?next=/admin/"' in page and "Sign in with Example SSO" in page
+
+
+def test_the_admins_sign_in_without_a_provider_is_djangos(settings):
+    settings.OIDC = None
+
+    page = Client().get("/admin/login/").content.decode()
+
+    assert "Sign in with" not in page and 'name="password"' in page

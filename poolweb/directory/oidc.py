@@ -64,9 +64,7 @@ def oidc_callback(request: HttpRequest) -> HttpResponse:
     provider = provider_or_404()
     try:
         token = provider_client(provider).authorize_access_token(request)
-        claims = dict(token.get("userinfo") or {})
-        if provider.groups_claim not in claims:  # some providers put groups in userinfo only
-            claims.update(provider_client(provider).userinfo(token=token))
+        claims = checked_claims(provider, token)
     except OAuthError as error:
         log.info("an OIDC sign-in did not complete: %s", error)
         return back_to_sign_in(request, f"The sign-in with {provider.name} did not complete ({error.error}). "
@@ -83,6 +81,21 @@ def oidc_callback(request: HttpRequest) -> HttpResponse:
     following = request.session.pop(NEXT, "/")
     login(request, user, backend=SESSION_BACKEND)
     return HttpResponseRedirect(following)
+
+
+def checked_claims(provider: OidcProvider, token: dict) -> dict:
+    """The ID token's claims (Authlib checked them), with userinfo's added when the groups claim
+    is not among them (some providers put groups in userinfo only): userinfo must name the same
+    ``sub`` (OIDC Core 5.3.2), and the ID token's claims win."""
+    claims = dict(token.get("userinfo") or {})
+    if not claims.get("sub"):
+        raise OAuthError(error="no_id_token", description="the provider sent no ID token naming the user")
+    if provider.groups_claim not in claims:
+        extra = dict(provider_client(provider).userinfo(token=token))
+        if extra.get("sub") != claims["sub"]:
+            raise OAuthError(error="userinfo_subject_mismatch", description="userinfo names another user")
+        claims = {**extra, **claims}
+    return claims
 
 
 def oidc_paths() -> list[URLPattern]:

@@ -40,11 +40,12 @@ class DirectoryUnreachable(Exception):
 
 
 class LocalAccountTaken(Exception):
-    """A local administrator's account has the directory user's name: the directory may not take
-    it over (whoever controls a directory name would become that administrator)."""
+    """The directory user's name is another account's that the directory may not take over: a
+    local administrator's (whoever controls a directory name would become that administrator), or
+    another OIDC identity's (``sub`` is the identity; a name can be given to someone else)."""
 
-    def __init__(self, username: str) -> None:
-        super().__init__(f"a local administrator account is named {username!r}: an administrator must rename it "
+    def __init__(self, username: str, whose: str = "a local administrator account") -> None:
+        super().__init__(f"{whose} is named {username!r}: an administrator must rename it "
                          "before the directory user of that name can sign in")
         self.username = username
 
@@ -82,8 +83,12 @@ def directory_user_claim(*, username: str, source: str, subject: str):
         user.set_unusable_password()
         return user
     linked = DirectoryAccount.objects.filter(user=user).first()
-    if (linked is None and (user.is_staff or user.is_superuser)) or (linked is not None and linked.source != source):
+    if linked is None and (user.is_staff or user.is_superuser):
         raise LocalAccountTaken(username)
+    # An LDAP entry moved to another OU keeps its name and changes its DN: the same person. An
+    # OIDC subject is stable, so another one under the name is another person.
+    if linked is not None and (linked.source != source or source == DirectoryAccount.Source.OIDC):
+        raise LocalAccountTaken(username, f"an account of {linked.get_source_display()}")
     return user
 
 

@@ -113,3 +113,41 @@ def test_the_admins_sign_in_without_a_provider_is_djangos(settings):
     page = Client().get("/admin/login/").content.decode()
 
     assert "Sign in with" not in page and 'name="password"' in page
+
+
+def test_another_subject_under_a_known_name_is_refused():
+    first = directory_oidc_sign_in(claims={**CLAIMS, "groups": []}, groups_claim="groups", username_claim="preferred_username")
+
+    with pytest.raises(LocalAccountTaken, match="an account of OpenID Connect is named 'ada'"):
+        directory_oidc_sign_in(claims={**CLAIMS, "sub": "other", "groups": []}, groups_claim="groups",
+                               username_claim="preferred_username")
+    assert DirectoryAccount.objects.get().user == first and DirectoryAccount.objects.get().subject == "0f3c"
+
+
+class Userinfo:
+    def __init__(self, answer: dict) -> None:
+        self.answer = answer
+
+    def userinfo(self, token):
+        return self.answer
+
+
+@pytest.mark.parametrize(("token", "userinfo", "expected"), [
+    ({"userinfo": {"sub": "0f3c", "groups": ["a"]}}, None, {"sub": "0f3c", "groups": ["a"]}),
+    ({"userinfo": {"sub": "0f3c", "email": "ada@example.org"}}, {"sub": "0f3c", "groups": ["a"], "email": "x@y"},
+     {"sub": "0f3c", "groups": ["a"], "email": "ada@example.org"}),
+    ({"userinfo": {"sub": "0f3c"}}, {"sub": "someone-else", "groups": ["a"]}, "userinfo_subject_mismatch"),
+    ({"access_token": "…"}, None, "no_id_token"),
+])
+def test_the_claims_come_from_the_id_token_and_userinfo_of_the_same_subject(monkeypatch, token, userinfo, expected):
+    from authlib.integrations.base_client import OAuthError
+
+    from poolweb.directory import oidc
+
+    monkeypatch.setattr(oidc, "provider_client", lambda provider: Userinfo(userinfo))
+    if isinstance(expected, str):
+        with pytest.raises(OAuthError) as raised:
+            oidc.checked_claims(provider("https://sso.example.org"), token)
+        assert raised.value.error == expected
+    else:
+        assert oidc.checked_claims(provider("https://sso.example.org"), token) == expected

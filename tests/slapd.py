@@ -4,7 +4,7 @@ made here), stopped on leaving. ``.ci/run`` installs ``slapd`` and ``ldap-utils`
 the tests that need it skip, saying so.
 
 The tree (``dc=example,dc=org``): people ada (ml-team, gpu-admins), bea (ml-team, vision) and
-cyd (ml-team, vision; disabled: locked with ``pwdAccountLockedTime``, which the user filter leaves out,
+cyd (ml-team, vision, gpu-admins; disabled: locked with ``pwdAccountLockedTime``, which the user filter leaves out,
 as Active Directory's filter leaves out a disabled ``userAccountControl``); the service account ``cn=poolweb,ou=services`` that searches.
 """
 
@@ -29,7 +29,7 @@ ROOT_DN, ROOT_PASSWORD = f"cn=admin,{BASE}", "root-secret"
 SERVICE_DN, SERVICE_PASSWORD = f"cn=poolweb,ou=services,{BASE}", "service-secret"
 # Disabled accounts carry a lock; the user filter leaves them out (docs/sign-in.md, OpenLDAP).
 USER_FILTER = "(&(uid=%(user)s)(!(pwdAccountLockedTime=*)))"
-PEOPLE = {"ada": ["ml-team", "gpu-admins"], "bea": ["ml-team", "vision"], "cyd": ["ml-team", "vision"]}
+PEOPLE = {"ada": ["ml-team", "gpu-admins"], "bea": ["ml-team", "vision"], "cyd": ["ml-team", "vision", "gpu-admins"]}
 LOCKED = {"cyd"}
 
 

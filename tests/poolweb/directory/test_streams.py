@@ -48,3 +48,23 @@ async def test_a_directory_users_open_stream_closes_once_the_directory_disabled_
 
     assert await refusal(stream) == ("account_disabled", 4403)
     await stream.disconnect()
+
+
+@pytest.fixture
+def ada(directory) -> User:
+    response = Client().post("/accounts/login/", {"username": "ada", "password": password("ada")})
+    assert response.status_code == 302
+    yield User.objects.get(username="ada")
+    directory.modify(f"cn=gpu-admins,ou=groups,{BASE}", [(ldap.MOD_ADD, "member", [f"uid=ada,ou=people,{BASE}".encode()])])
+
+
+@in_event_loop
+async def test_an_administrator_the_directory_demotes_has_their_stream_closed_to_reconnect(directory, ada):
+    stream = await connect(ada)
+    await database_sync_to_async(directory.modify)(
+        f"cn=gpu-admins,ou=groups,{BASE}", [(ldap.MOD_DELETE, "member", [f"uid=ada,ou=people,{BASE}".encode()])])
+    await database_sync_to_async(DirectoryAccount.objects.update)(checked_at=timezone.now() - timedelta(minutes=5))
+
+    assert await refusal(stream) == ("permissions_changed", 4409)  # reconnecting gives what a member may see
+    await stream.disconnect()
+    assert not (await database_sync_to_async(User.objects.get)(username="ada")).is_staff

@@ -4,8 +4,9 @@ made here), stopped on leaving. ``.ci/run`` installs ``slapd`` and ``ldap-utils`
 the tests that need it skip, saying so.
 
 The tree (``dc=example,dc=org``): people ada (ml-team, gpu-admins), bea (ml-team, vision) and
-cyd (ml-team, vision, gpu-admins; disabled: locked with ``pwdAccountLockedTime``, which the user filter leaves out,
-as Active Directory's filter leaves out a disabled ``userAccountControl``); the service account ``cn=poolweb,ou=services`` that searches.
+cyd (ml-team, vision, gpu-admins; disabled: locked with ``pwdAccountLockedTime``, which the user
+filter leaves out, as Active Directory's filter leaves out a disabled ``userAccountControl``);
+the service account ``cn=poolweb,ou=services`` that searches.
 """
 
 from __future__ import annotations

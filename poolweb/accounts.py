@@ -12,14 +12,18 @@ from __future__ import annotations
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.contrib.auth import urls as auth_urls
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.backends import ModelBackend
-from django.contrib.auth.views import PasswordResetView
+from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.views import LoginView, PasswordResetView
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, path
 from django.utils.deprecation import MiddlewareMixin
 
 from poolweb.addresses import request_address
 from poolweb.services.audit import acting_from
+from poolweb.services.directory import DirectoryUnreachable, LocalAccountTaken
 from poolweb.services.signin import (
     password_reset_asked, reset_throttled_message, sign_in_failed, sign_in_wait, throttled_message,
 )
@@ -44,8 +48,36 @@ class ThrottledModelBackend(ModelBackend):
             raise SignInThrottled(wait)
         user = super().authenticate(request, username=username, password=password, **kwargs)
         if user is None:
-            sign_in_failed(address=address, username=username)
-        return user
+            if not settings.LDAP_ENABLED:  # else the directory's backend checks next and counts
+                sign_in_failed(address=address, username=username)
+            return None
+        return user if local_sign_in_allowed(user) else None
+
+
+def local_sign_in_allowed(user) -> bool:
+    """settings.LOCAL_SIGN_IN: whether ``user`` may sign in with a password kept in Poolweb."""
+    if settings.LOCAL_SIGN_IN == "on":
+        return True
+    if settings.LOCAL_SIGN_IN == "off":
+        return False
+    return user.is_superuser and not hasattr(user, "directory_account")
+
+
+class SignInForm(AuthenticationForm):
+    """Django's form; a directory that cannot be reached, or a name a local administrator holds,
+    is said as it is instead of "didn't match"."""
+
+    def clean(self):
+        try:
+            return super().clean()
+        except DirectoryUnreachable as error:
+            raise ValidationError(str(error), code="directory_unreachable") from None
+        except LocalAccountTaken as error:
+            raise ValidationError(str(error), code="local_account_taken") from None
+
+
+class AdminSignInForm(SignInForm, AdminAuthenticationForm):
+    pass
 
 
 class AuditOrigin:
@@ -94,10 +126,38 @@ class ThrottledPasswordResetView(PasswordResetView):
         return super().form_valid(form)
 
 
+class SignInView(LoginView):
+    """Django's sign-in page: the password form unless no password can sign in (no LDAP and
+    local sign-in off), and the OIDC provider's button when one is configured."""
+
+    authentication_form = SignInForm
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        return {**context, "oidc": settings.OIDC, "sign_in_error": sign_in_error(context["form"]),
+                "passwords": settings.LDAP_ENABLED or settings.LOCAL_SIGN_IN != "off",
+                "directory_passwords": settings.LDAP_ENABLED,
+                "admins_only": not settings.LDAP_ENABLED and settings.LOCAL_SIGN_IN == "admins"}
+
+
+def sign_in_error(form) -> str | None:
+    """What the page says about a refused sign-in: the words of a directory's trouble as they
+    are, any other refusal as a mismatch (a guesser learns nothing more)."""
+    if not form.is_bound or not form.errors:
+        return None
+    for error in form.errors.as_data().get("__all__", []):
+        if error.code in ("directory_unreachable", "local_account_taken"):
+            return error.messages[0]
+    return "Your username and password didn't match. Please try again."
+
+
 def account_paths() -> list[URLPattern]:
-    """``django.contrib.auth.urls``, its password reset pages only when mail is configured."""
+    """``django.contrib.auth.urls`` with Poolweb's sign-in page, its password reset pages only
+    when mail is configured."""
+    signing_in = path("login/", SignInView.as_view(), name="login")
     resetting = [p for p in auth_urls.urlpatterns if p.name.startswith("password_reset")]
-    kept = [p for p in auth_urls.urlpatterns if p not in resetting]
+    kept = [signing_in,
+            *(p for p in auth_urls.urlpatterns if p not in resetting and p.name != "login")]
     if settings.MAIL_SERVER is None:
         return kept
     asking = path("password_reset/", ThrottledPasswordResetView.as_view(), name="password_reset")

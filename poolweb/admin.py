@@ -1,15 +1,19 @@
 """Django's admin, for whoever runs the service: what happened (passes, requests, configuration
 versions, the audit log) read-only — decisions are the reconciler's and the API's — API tokens, which an
 admin may revoke (delete: the token stops working at once), and failed sign-ins, which an admin
-may delete to end a lockout."""
+may delete to end a lockout; the directory's mapping, and which users and groups it manages."""
 
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
 
 from poolweb.models import (
-    ApiToken, AuditEntry, ConfigVersion, PassRecord, Policy, Pool, Profile, Request, SignInFailure,
+    ApiToken, AuditEntry, ConfigVersion, DirectoryAccount, DirectoryGroup, PassRecord, Policy, Pool, Profile, Request,
+    SignInFailure,
 )
+from poolweb.selectors.directory import managed_by_label
 from poolweb.services.tokens import TokenNotFound, token_revoke
 
 
@@ -142,3 +146,55 @@ class SignInFailureAdmin(ReadOnly):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return True
+
+
+# --- the directory (docs/sign-in.md) ----------------------------------------------------------
+
+admin.site.unregister(User)
+admin.site.unregister(Group)  # says when the directory is down, as the sign-in page does
+
+
+@admin.register(DirectoryGroup)
+class DirectoryGroupAdmin(admin.ModelAdmin):
+    """The mapping the admin controls: which directory groups are which Poolweb groups, and which
+    make an administrator. It applies at each member's next sign-in or re-check."""
+
+    list_display = ("name", "group", "makes_admin")
+    list_filter = ("makes_admin",)
+    search_fields = ("name", "group__name")
+    autocomplete_fields = ("group",)
+
+
+@admin.register(DirectoryAccount)
+class DirectoryAccountAdmin(ReadOnly):
+    """Users the directory manages, with when it last answered for them. Deleting one hands the
+    user back to Poolweb (they then need a password set here to sign in)."""
+
+    list_display = ("user", "source", "subject", "checked_at")
+    list_filter = ("source",)
+    search_fields = ("user__username", "subject")
+    list_select_related = ("user",)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return True
+
+
+class DirectoryMarked:
+    @admin.display(description="managed by")
+    def managed_by(self, row) -> str:
+        return managed_by_label(row)
+
+
+@admin.register(User)
+class PoolwebUserAdmin(DirectoryMarked, UserAdmin):
+    list_display = (*UserAdmin.list_display, "managed_by")
+    list_filter = (*UserAdmin.list_filter, "directory_account__source")
+    list_select_related = ("directory_account",)
+
+
+@admin.register(Group)
+class PoolwebGroupAdmin(DirectoryMarked, GroupAdmin):
+    list_display = ("name", "managed_by")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("directory_groups")

@@ -248,6 +248,49 @@ class SignInFailure(models.Model):
                    models.Index(fields=["username", "at"], name="signin_failure_username_at")]
 
 
+class DirectoryGroup(models.Model):
+    """The admin's mapping from the directory to Poolweb (services/directory.py): a directory
+    group (an LDAP group's cn or DN, or a value of the OIDC groups claim; case does not matter)
+    whose members are in a Poolweb group, administrators, or both. A Poolweb group named by a row
+    is managed by the directory: its members are the directory users the mapping puts there."""
+
+    name = models.CharField(max_length=255, unique=True)
+    group = models.ForeignKey("auth.Group", on_delete=models.CASCADE, null=True, blank=True,
+                              related_name="directory_groups")
+    makes_admin = models.BooleanField(default=False, help_text="Members are Poolweb administrators (staff and superuser).")
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(group__isnull=False) | Q(makes_admin=True),
+                                              name="directory_group_maps_to_something",
+                                              violation_error_message="Name a Poolweb group, make its members "
+                                                                      "administrators, or both.")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class DirectoryAccount(models.Model):
+    """A user the directory manages: signs in through it (never with a Poolweb password); groups
+    and admin rights follow it at every sign-in and, for tokens and streams, at every re-check."""
+
+    class Source(models.TextChoices):
+        LDAP = "ldap", "LDAP"
+        OIDC = "oidc", "OpenID Connect"
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="directory_account")
+    source = models.CharField(max_length=8, choices=Source.choices)
+    subject = models.CharField(max_length=255)  # the LDAP DN, or the OIDC "sub"
+    checked_at = models.DateTimeField(default=timezone.now)  # the directory's last answer for this user
+    # OIDC: the provider's refresh token, encrypted (services/oidc_provider.py), to re-check without the user.
+    refresh_token = models.TextField(blank=True, default="")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "subject"], name="directory_account_subject")]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.get_source_display()})"
+
+
 class PasswordResetAsk(models.Model):
     """An ask to mail a password reset link, kept while it counts for the throttle
     (services/signin.py)."""

@@ -17,6 +17,7 @@ from django.core.checks.security.base import (
     SECRET_KEY_INSECURE_PREFIX, SECRET_KEY_MIN_LENGTH, SECRET_KEY_MIN_UNIQUE_CHARACTERS,
 )
 
+from poolweb.directory_config import ldap_settings, oidc_provider
 from poolweb.env import (ImproperlyConfigured, env_bool, env_choice, env_int, env_mail_server, env_networks, env_str,
                          env_token)
 from poolweb.private_files import open_private, private_directory, tighten
@@ -109,8 +110,21 @@ MIDDLEWARE = [
     "poolweb.accounts.SignInThrottleMiddleware",
     "poolweb.accounts.AuditOrigin",  # acts are audited as from the client's address
 ]
-# Django's password check, with failed sign-ins throttled per client address (poolweb/accounts.py).
+# Django's password check, with failed sign-ins throttled per client address (poolweb/accounts.py);
+# then the company's directory when configured (docs/sign-in.md): LDAP (POOLWEB_LDAP_URL: the
+# AUTH_LDAP_… settings of django-auth-ldap, built in poolweb/directory_config.py) and OpenID
+# Connect (POOLWEB_OIDC_ISSUER). A directory user's session is kept by the first, which refuses
+# an inactive user.
 AUTHENTICATION_BACKENDS = ["poolweb.accounts.ThrottledModelBackend"]
+globals().update(ldap_settings())
+LDAP_ENABLED = "AUTH_LDAP_SERVER_URI" in globals()
+if LDAP_ENABLED:
+    AUTHENTICATION_BACKENDS.append("poolweb.directory.ldap.DirectoryLdapBackend")
+OIDC = oidc_provider()
+# Who may sign in with a password kept in Poolweb: "on" everyone with one; "admins" only
+# administrators' local accounts (an emergency sign-in while the directory is down); "off" no one.
+# Directory users have none: they sign in with the directory's password (LDAP) or its page (OIDC).
+LOCAL_SIGN_IN = env_choice("POOLWEB_LOCAL_SIGN_IN", ("on", "admins", "off"))
 
 ROOT_URLCONF = "poolweb.urls"
 # A refused CSRF check is JSON under /api/ like Django's other errors there (poolweb/urls.py's handlers).
@@ -294,6 +308,9 @@ POOLWEB = {
     # networks, or both; neither: /metrics is off (404).
     "METRICS_TOKEN": env_token("POOLWEB_METRICS_TOKEN"),
     "METRICS_ALLOW": env_networks("POOLWEB_METRICS_ALLOW"),
+    # A directory user's API tokens and open streams ask the directory again after this many
+    # minutes since it last answered for them (poolweb/directory/recheck.py).
+    "DIRECTORY_RECHECK_MINUTES": env_int("POOLWEB_DIRECTORY_RECHECK_MINUTES", 5, minimum=1, maximum=1440),
     # Finished requests (released, expired, …) are forgotten after this many days.
     "REQUESTS_KEPT_DAYS": env_int("POOLWEB_REQUESTS_KEPT_DAYS", 30, minimum=1, maximum=36500),
 }

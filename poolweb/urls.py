@@ -7,7 +7,8 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.permissions import AllowAny
 
-from poolweb.accounts import account_paths
+from poolweb.accounts import AdminSignInForm, account_paths
+from poolweb.directory.oidc import oidc_paths
 from poolweb.metrics.views import metrics
 
 
@@ -17,10 +18,15 @@ def favicon(request: HttpRequest) -> HttpResponse:
     return redirect(static("console/logo.svg"))
 
 
+# The admin's sign-in says when the directory is down or a name is taken, as /accounts/login/ does,
+# and offers the OpenID Connect provider when one is configured.
+admin.site.login_form = AdminSignInForm
+admin.site.login_template = "admin/poolweb_login.html"
+
 urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
-    path("accounts/", include(account_paths())),
+    path("accounts/", include(account_paths() + oidc_paths())),  # oidc/login/, oidc/callback/
     path("api/v1/", include("poolweb.api.urls")),
     path("metrics", metrics, name="metrics"),  # Prometheus's conventional address, outside the API
     # The contract is public; every endpoint it describes still asks who is calling.

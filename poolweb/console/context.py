@@ -11,6 +11,7 @@ from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
 from poolweb.console.request_pages import ACTIONS
+from poolweb.selectors.directory import console_managed_by
 from poolweb.selectors.versions import LiveSite, Management, display_names, management_of, management_state
 
 # (link name, path, admins only): docs/console.md names the links.
@@ -35,6 +36,12 @@ class Shell:
         user, here = self.request.user, self.request.path
         return [{"name": name, "href": href, "current": here == href if href == "/" else here.startswith(href)}
                 for name, href, admins in NAVIGATION if user.is_staff or not admins]
+
+    @cached_property
+    def managed_by(self) -> str:
+        """How the directory manages the signed-in user ("LDAP", "OpenID Connect"), or "" (and
+        no query) when no directory is configured."""
+        return console_managed_by(self.request.user)
 
     @property
     def request_states(self) -> dict[str, tuple[str, ...]]:

@@ -21,6 +21,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from poolweb.console.request_pages import filters_query
+from poolweb.selectors.directory import managed_group_names
 from poolweb.selectors.events import newest_seq
 from poolweb.selectors.live import PolicyState, ScopeUsage, policy_states
 from poolweb.selectors.requests import LIVE_STATES, RequestFilters, audience_of, running_of_policies
@@ -107,6 +108,7 @@ class PolicyView:
     running: tuple  # up to RUNNING_SHOWN request rows
     more_running: int  # live requests not listed
     requests_query: str  # /requests/ filtered to its running requests
+    group_managed: bool = False  # the company directory says who is in its group (DirectoryGroup)
 
     @property
     def rows(self) -> str:
@@ -122,6 +124,7 @@ def policy_views(user, names: list[str] | None = None) -> list[PolicyView]:
         for row in shown:  # decision 15: another team's request shows no name, owner or labels
             row.hidden = not audience.sees_details(row.owner_id, row.policy)
     capacity = capacities(live_config())
+    managed = managed_group_names()
     views = []
     for state in states:
         data = policy_state_data(state)
@@ -129,7 +132,8 @@ def policy_views(user, names: list[str] | None = None) -> list[PolicyView]:
         bars = tuple(usage_bar(u, d, capacity.get((u.scope, u.key))) for u, d in zip(state.scopes, data["scopes"]))
         views.append(PolicyView(state, bars,
                                 tuple(shown), total - len(shown),
-                                filters_query(RequestFilters(states=LIVE_STATES, policy=state.name))))
+                                filters_query(RequestFilters(states=LIVE_STATES, policy=state.name)),
+                                state.group in managed))
     return views
 
 

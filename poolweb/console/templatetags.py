@@ -17,6 +17,7 @@ from html import escape as html_escape
 from typing import TYPE_CHECKING
 
 from django import template
+from django.conf import settings
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
@@ -38,6 +39,12 @@ def escape(value: object) -> str:
     return html_escape(str(value))
 
 EXACT = "%Y-%m-%d %H:%M:%S UTC"  # the title of every <time>, as times.js writes it
+
+
+@register.simple_tag
+def oidc_provider():
+    """The OpenID Connect provider (``settings.OIDC``), or None: the admin's sign-in page offers it."""
+    return settings.OIDC
 
 
 @register.filter

@@ -30,6 +30,7 @@ from poolweb.realtime.outbox import Viewer
 from poolweb.realtime.protocol import (
     AccountDisabled, PermissionsChanged, ProtocolError, SignedOut, TokenRevoked, TooManyFailures,
 )
+from poolweb.services.directory_recheck import directory_recheck
 from poolweb.services.signin import sign_in_failed, sign_in_wait, throttled_message
 from poolweb.services.tokens import token_authenticate, token_in_force
 
@@ -75,6 +76,8 @@ def refusal(credential: Credential) -> ProtocolError | None:
     """Why the stream may no longer go on as it was opened, or None: the account still active,
     the token not revoked, the session not ended, admin rights unchanged."""
     user = get_user_model().objects.filter(pk=credential.user_id).first()
+    if user is not None:
+        directory_recheck(user)  # a directory user's: at most every POOLWEB_DIRECTORY_RECHECK_MINUTES
     if user is None or not user.is_active:
         return AccountDisabled("the account was deactivated")
     if credential.token_id is not None and not token_in_force(credential.token_id):

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from poolweb.models import ApiToken
 from poolweb.services import audit
+from poolweb.services.directory_recheck import directory_recheck
 from poolweb.sql.api_calls import Bearer, bearer
 
 MAX_NAME = 100  # ApiToken.name
@@ -75,6 +76,8 @@ def token_authenticate(token: str) -> Bearer | None:
     if not token.isascii():
         return None  # a secret is URL-safe base64; a lone surrogate could not even be hashed
     found = bearer(digest(token))
+    if found is not None:
+        directory_recheck(found.user)  # a directory user's: still in the directory? (decision 167)
     if found is None or not found.user.is_active:
         return None
     now = timezone.now()

@@ -15,12 +15,13 @@ PACKAGE = Path(__file__).resolve().parents[2] / "poolweb"
 LAYERS = {
     "env": 0, "ports": 0, "apps": 0, "logs": 0, "collector": 0, "addresses": 0, "private_files": 0, "json_input": 0,
     "django_internals": 0, "instruments": 0,
+    "directory_config": 0.5,  # reads env for settings
     "settings": 1, "models": 1, "migrations": 1, "sqlite": 1,
     "sql": 2,
     "selectors": 3,
     "services": 4,
     "api": 5, "realtime": 5, "console": 5, "management": 5, "admin": 5, "accounts": 5, "content_policy": 5,
-    "metrics": 5,
+    "metrics": 5, "directory": 5,
     "urls": 6, "asgi": 6, "wsgi": 6, "error_views": 6, "http_protocol": 6,
 }
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if p.name != "__init__.py" or p.parent != PACKAGE)

@@ -26,6 +26,7 @@ from poolctl.models import BatchResult, Request
 
 from poolweb_slurm.mapping import Catalogue, Submission, problems
 from poolweb_slurm.mapping_file import BridgeMapping
+from poolweb_slurm.partitions import partitions
 from poolweb_slurm.plan import LIVE, Memory, Plan, comment, plan
 from poolweb_slurm.slurm import Job, Slurm, SlurmError
 
@@ -128,7 +129,19 @@ class Bridge:
                 self.catalogue_version = document.get("version")
                 for problem in problems(self.mapping, self.catalogue):
                     log.warning("the mapping names what Poolweb lacks: %s", problem)
+                self.warn_if_partitions_moved(document)
         return self.catalogue
+
+    def warn_if_partitions_moved(self, document: dict) -> None:
+        """The partitions are mapped once, at start (``cli.run``): a version whose pools'
+        ``slurm_partition`` labels say otherwise is logged, and takes effect when the bridge is
+        restarted (``poolweb-slurm check`` shows what it would map)."""
+        now = partitions(self.mapping, document)
+        if now.conflicts or now.pools != self.mapping.pools:
+            log.warning("Poolweb's version %s maps partitions otherwise than the bridge does (%s): restart the bridge "
+                        "to use its slurm_partition labels; until then it keeps mapping %s", document.get("version"),
+                        "; ".join(now.conflicts) or ", ".join(f"{p} → {pool}" for p, pool in now.pools.items()),
+                        ", ".join(f"{p} → {pool}" for p, pool in self.mapping.pools.items()))
 
     # --- carrying a plan out --------------------------------------------------------------------
 

@@ -20,7 +20,6 @@ from typing import NamedTuple
 
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
-
 from django.utils import timezone
 
 from poolweb import sql

@@ -9,7 +9,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-BENCHES := engine runtime events front_door console config_pages metrics slurm_bridge hosts
+BENCHES := engine runtime events front_door console config_pages metrics request_batches slurm_bridge hosts
 
 .PHONY: run test bench bench-smoke clean
 
@@ -35,7 +35,7 @@ test: $(STAMP)
 	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-## make bench: print the engine's, the service's, the event stream's, the front door's, the console's and the configuration pages' figures; write bench/results.json
+## make bench: print the engine's, the service's, the event stream's, the front door's, the console's, the configuration pages', the metrics' and the batches' figures; write bench/results.json
 bench: $(STAMP)
 	@set -e; for module in $(BENCHES); do echo "$(PY) -m bench.$$module"; $(PY) -m bench.$$module; done
 

@@ -53,6 +53,7 @@ class Pool(models.Model):
     display_name = models.CharField(max_length=100, blank=True)  # "": the name
     description = models.TextField(blank=True)
     capacity = models.JSONField(default=dict)  # key → milli-units
+    labels = models.JSONField(default=dict)  # key → text (a Slurm partition, decision 137)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["version", "name"], name="pool_name_per_version")]

@@ -5,7 +5,7 @@ only in ``before`` *removed*, one in both with a differing field *changed*; each
 its fields with the value before and after (``None``: absent). The fields of an entry:
 
 - pool: ``display_name``, ``description``, ``capacity.<key>``, ``execution_order`` (in full, as the engine
-  serves it: listed profiles first, then the other connected ones by name);
+  serves it: listed profiles first, then the other connected ones by name), ``labels.<key>``;
 - profile: ``display_name``, ``description``, ``resources.<key>``, ``dynamic``, ``connections`` (the pool
   precedence), ``connections[<pool>].name``, ``policies`` (the policy rank);
 - policy: ``display_name``, ``description``, ``group``, ``priority``, ``quotas[<scope>/<key>].reserved`` and
@@ -116,7 +116,7 @@ def _display(entry: Pool | Profile | Policy) -> dict[str, Value]:
 
 def pool_fields(pool: Pool) -> dict[str, Value]:
     return {**_display(pool), "description": pool.description, **_amounts("capacity", pool.capacity),
-            "execution_order": tuple(pool.execution_order)}
+            "execution_order": tuple(pool.execution_order), **{f"labels.{key}": value for key, value in pool.labels}}
 
 
 def profile_fields(profile: Profile) -> dict[str, Value]:

@@ -74,6 +74,9 @@ MAX_POOLS, MAX_PROFILES, MAX_POLICIES = 200, 500, 500  # decision 93; the totals
 MAX_CONNECTIONS, MAX_QUOTAS, MAX_KEYS = 50, 64, 100  # per profile, per policy, per vector (and request)
 MAX_DESCRIPTION, MAX_CONNECTION_NAME, MAX_GROUP, MAX_PRIORITY = 1000, 100, 150, 1_000_000
 MAX_DISPLAY_NAME = 100
+MAX_LABELS, MAX_LABEL_VALUE = 20, 200  # a pool's labels; a key is LABEL_KEY_PATTERN's
+LABEL_KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_./-]{0,62}")  # matched whole (fullmatch)
+LABEL_KEY_RULE = "1 to 63 lower-case letters, digits, '.', '_', '/' or '-', the first a letter or digit"
 # What a name may contain, in words (NAME_PATTERN's): the API's message and the editor's hint.
 NAME_RULE = "1 to 63 lower-case letters, digits, '.', '_' or '-', the first a letter or digit"
 
@@ -87,7 +90,7 @@ class Fields:
 
 
 DOCUMENT_FIELDS = Fields(("pools", "profiles", "policies"), ("version",))
-POOL_FIELDS = Fields(("name",), ("display_name", "capacity", "description", "execution_order"))
+POOL_FIELDS = Fields(("name",), ("display_name", "capacity", "description", "execution_order", "labels"))
 PROFILE_FIELDS = Fields(("name", "connections"), ("display_name", "resources", "policies", "description", "dynamic"))
 CONNECTION_FIELDS = Fields(("pool",), ("name",))
 POLICY_FIELDS = Fields(("name",), ("display_name", "group", "quotas", "description", "priority"))
@@ -158,6 +161,7 @@ def _read_pool(reading: Reading, raw: object, path: str) -> Pool:
         capacity=_vector(reading, obj, path, "capacity"),
         execution_order=_references(reading, obj, path, "execution_order", "profile", MAX_PROFILES),
         description=_text(reading, obj, path, "description", MAX_DESCRIPTION),
+        labels=_labels(reading, obj, path),
     )
 
 
@@ -318,6 +322,31 @@ def _text(reading: Reading, obj: Mapping[Any, Any], path: str, field: str, limit
     else:
         return raw
     return default
+
+
+def _labels(reading: Reading, obj: Mapping[Any, Any], path: str) -> tuple[tuple[str, str], ...]:
+    """``labels``: an object of key → text, sorted by key."""
+    raw, at = obj.get("labels", _MISSING), f"{path}.labels"
+    if raw is _MISSING:
+        return ()
+    if not isinstance(raw, Mapping):
+        reading.error(at, "invalid_type", f"labels is an object of key → text, not {json_type(raw)}")
+        return ()
+    if len(raw) > MAX_LABELS:
+        reading.error(at, "too_many", f"labels has {len(raw)} keys, at most {MAX_LABELS} are allowed")
+        return ()
+    labels = []
+    for key, value in raw.items():
+        if not (isinstance(key, str) and LABEL_KEY_PATTERN.fullmatch(key)):
+            reading.error(child(at, key), "invalid_key", f"{show(key)} is not a label key: {LABEL_KEY_RULE}")
+        elif not isinstance(value, str):
+            reading.error(f"{at}.{key}", "invalid_type", f"label {key} is a string, not {json_type(value)}")
+        elif len(value) > MAX_LABEL_VALUE:
+            reading.error(f"{at}.{key}", "too_long", f"label {key} has {len(value)} characters, "
+                                                     f"at most {MAX_LABEL_VALUE} are allowed")
+        else:
+            labels.append((key, value))
+    return tuple(sorted(labels))
 
 
 def _priority(reading: Reading, raw: object, path: str) -> int:

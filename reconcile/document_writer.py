@@ -1,6 +1,6 @@
 """A configuration written back as its document (docs/api.md §1): what the API answers, what a
 version stores and what ``config export`` prints. ``reconcile.document`` reads one; every default
-is written out, a display name only when there is one, so the two round-trip.
+is written out, a display name and labels only when there are some, so the two round-trip.
 
 >>> from reconcile.model import Config, Pool
 >>> from reconcile.quantity import Vector
@@ -25,7 +25,7 @@ def to_document(config: Config, version: int | None = None) -> dict[str, Any]:
     orders = full_orders(config)
     doc: dict[str, Any] = {} if version is None else {"version": version}
     doc["pools"] = [{"name": p.name, **_display(p), "description": p.description, "capacity": p.capacity.to_json(),
-                     "execution_order": orders.get(p.name, [])} for p in config.pools]
+                     "execution_order": orders.get(p.name, []), **_labels(p)} for p in config.pools]
     doc["profiles"] = [_profile_document(p) for p in config.profiles]
     doc["policies"] = [_policy_document(p) for p in config.policies]
     return doc
@@ -34,6 +34,11 @@ def to_document(config: Config, version: int | None = None) -> dict[str, Any]:
 def _display(entry: Pool | Profile | Policy) -> dict[str, str]:
     """A display name is written only when there is one: a document without stays as it was."""
     return {"display_name": entry.display_name} if entry.display_name else {}
+
+
+def _labels(pool: Pool) -> dict[str, dict[str, str]]:
+    """Labels are written only when there are some, as display names are."""
+    return {"labels": dict(pool.labels)} if pool.labels else {}
 
 
 def _policy_document(policy: Policy) -> dict[str, Any]:

@@ -83,6 +83,12 @@ class Pool(Labelled):
     execution_order: tuple[str, ...] = ()
     description: str = ""
     display_name: str = ""  # what people read; "" when it is the name
+    # key=value pairs for other systems and people, sorted by key (a Slurm partition, decision 137);
+    # the engine reads none of them.
+    labels: tuple[tuple[str, str], ...] = ()
+
+    def label_value(self, key: str) -> str | None:
+        return next((value for name, value in self.labels if name == key), None)
 
 
 @dataclass(frozen=True, slots=True)

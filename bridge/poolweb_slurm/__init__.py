@@ -6,7 +6,8 @@ controller::
 
 and the bridge, ``poolweb-slurm run`` (``cli``): ``plan`` (what one poll does, a pure function of
 both sides), ``bridge`` (the loop that reads both sides and carries the plan out), ``slurm``
-(Slurm's commands), ``mapping_file`` and ``mapping`` (from a job to a Poolweb request).
+(Slurm's commands), ``partitions`` (which partition is which pool: the pools' ``slurm_partition``
+labels and the file), ``mapping_file`` and ``mapping`` (from a job to a Poolweb request).
 """
 
 from __future__ import annotations

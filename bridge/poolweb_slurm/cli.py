@@ -6,8 +6,12 @@
 
 Poolweb's URL and the bridge account's token come from ``POOLWEB_URL`` and ``POOLWEB_TOKEN`` (the
 systemd unit's ``EnvironmentFile``); Slurm's commands find their cluster as usual (``SLURM_CONF``).
-Exit codes: 0 done, 1 a problem found by ``check``, 2 bad usage or an unusable mapping file,
-3 Poolweb or Slurm unreachable at start.
+Which partition is which pool comes from the pools' ``slurm_partition`` labels in Poolweb and the
+file's optional ``[pools]``, read once at start (``partitions``, decision 137).
+
+Exit codes: 0 done, 1 a problem found by ``check``, 2 bad usage, an unusable mapping file, or (for
+``run``) partitions the labels and the file map differently, or none mapped; 3 Poolweb or Slurm
+unreachable at start.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import logging
 import signal
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from poolctl.api import Api
@@ -26,6 +31,7 @@ from poolweb_slurm import gate_script
 from poolweb_slurm.bridge import Bridge
 from poolweb_slurm.mapping import Catalogue, problems
 from poolweb_slurm.mapping_file import DEFAULT_PATH, BridgeMapping, MappingError, load_mapping
+from poolweb_slurm.partitions import partitions, unmapped
 from poolweb_slurm.slurm import Slurm, SlurmError
 
 USAGE, UNREACHABLE = 2, 3
@@ -64,16 +70,31 @@ def parser() -> argparse.ArgumentParser:
 
 
 def check(mapping: BridgeMapping, api: Api) -> int:
-    found = problems(mapping, Catalogue.from_document(api.config()))
+    document = api.config()
+    mapped = partitions(mapping, document)
+    mapping = replace(mapping, pools=mapped.pools)
+    found = [*mapped.conflicts, *([] if mapped.pools else [unmapped(mapping)]),
+             *problems(mapping, Catalogue.from_document(document))]
     for problem in found:
         print(problem)
     if not found:
-        print(f"{mapping.source}: {len(mapping.pools)} partition(s) mapped; Poolweb has every pool, policy and "
-              "profile it names")
+        print(f"{mapping.source}: {len(mapping.pools)} partition(s) mapped ({shown(mapping)}); Poolweb has every "
+              "pool, policy and profile it names")
     return 1 if found else 0
 
 
+def shown(mapping: BridgeMapping) -> str:
+    return ", ".join(f"{partition} → {pool}" for partition, pool in mapping.pools.items())
+
+
 def run(mapping: BridgeMapping, api: Api) -> int:
+    mapped = partitions(mapping, api.config())
+    refusals = [*mapped.conflicts, *([] if mapped.pools else [unmapped(mapping)])]
+    for refusal in refusals:
+        print(f"poolweb-slurm: {refusal}", file=sys.stderr)
+    if refusals:
+        return USAGE
+    mapping = replace(mapping, pools=mapped.pools)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
@@ -82,7 +103,7 @@ def run(mapping: BridgeMapping, api: Api) -> int:
     bridge = Bridge(mapping, api, slurm)
     bridge.current_catalogue(bridge.clock())  # logs what the mapping names and Poolweb lacks
     logging.getLogger("poolweb_slurm").info("bridge of cluster %s: partitions %s, Poolweb at %s", mapping.cluster,
-                                            ", ".join(mapping.pools), api.url)
+                                            shown(mapping), api.url)
     bridge.run(stop)
     return 0
 

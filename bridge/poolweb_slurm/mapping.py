@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from poolweb_slurm.mapping_file import MATCH, AccountRules, BridgeMapping
+from poolweb_slurm.partitions import PARTITION_LABEL
 from poolweb_slurm.slurm import Job, printable
 
 NAME_LENGTH = 200  # Poolweb's bound on a request's name (docs/api.md §3)
@@ -102,12 +103,14 @@ def job_pools(mapping: BridgeMapping, catalogue: Catalogue, job: Job) -> tuple[s
     pools = []
     for partition in job.partitions:
         if partition not in mapping.pools:
-            raise Refused(f"partition {partition} maps to no Poolweb pool: add {partition} = \"<pool>\" to [pools] "
-                          f"in {mapping.source}")
+            raise Refused(f"partition {partition} maps to no Poolweb pool: give a pool the label "
+                          f"{PARTITION_LABEL}={partition} in Poolweb's editor, or add {partition} = \"<pool>\" to "
+                          f"[pools] in {mapping.source}")
         pool = mapping.pools[partition]
         if pool not in catalogue.pools:
             raise Refused(f"partition {partition} maps to pool {pool}, which Poolweb's live configuration does not "
-                          f"have: provision pool {pool}, or correct [pools] in {mapping.source}")
+                          f"have: provision pool {pool}, or correct the mapping ({PARTITION_LABEL} labels, [pools] in "
+                          f"{mapping.source})")
         pools.append(pool)
     return tuple(pools)
 
@@ -178,8 +181,8 @@ def pools_problem(mapping: BridgeMapping, profile: Profile, pools: Sequence[str]
             return (f"profile {profile.name} runs on {', '.join(profile.pools)}, and the job asks for "
                     f"{', '.join(pools)} only: sbatch -p {wanted}, or set partitions = \"any\" under [jobs] in "
                     f"{mapping.source}")
-        return (f"profile {profile.name} runs on {', '.join(outside)}, which no partition maps to: add it to "
-                f"[pools] in {mapping.source}")
+        return (f"profile {profile.name} runs on {', '.join(outside)}, which no partition maps to: give it the "
+                f"label {PARTITION_LABEL}=<partition> in Poolweb's editor, or add it to [pools] in {mapping.source}")
     return None
 
 
@@ -232,8 +235,9 @@ def allotment(resources: Mapping[str, float]) -> str:
 
 
 def problems(mapping: BridgeMapping, catalogue: Catalogue) -> list[str]:
-    """What the file names that Poolweb's live configuration lacks, for the bridge to log when
+    """What the mapping (its partitions as ``partitions`` made them) names that Poolweb's live configuration lacks, for the bridge to log when
     it starts and when the configuration changes; jobs that meet one are refused with it."""
+    # A labelled pool is Poolweb's own: only a line of [pools] can name a pool Poolweb lacks.
     found = [f"[pools] {partition} = \"{pool}\": Poolweb has no pool {pool}"
              for partition, pool in mapping.pools.items() if pool not in catalogue.pools]
     found += [f"[accounts.{account}] policy = \"{rules.policy}\": Poolweb has no policy {rules.policy}"

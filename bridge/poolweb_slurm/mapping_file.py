@@ -4,8 +4,8 @@ may be preempted and how often it is retried. Read once at start; a bad file is 
 naming the file, the line and the key::
 
     cluster = "clearml"            # in every Idempotency-Key: slurm:clearml:<job id>
-    [pools]                        # Slurm partition = Poolweb pool
-    bare-metal = "bare-metal"
+    [pools]                        # optional: Slurm partition = Poolweb pool, beside the pools'
+    bare-metal = "bare-metal"      # slurm_partition labels in Poolweb (partitions.py, decision 137)
     h100 = "h100"
     [jobs]                         # every job's defaults
     profile = "match"              # the fixed profile whose allotment fits the job, or a profile's name
@@ -74,7 +74,7 @@ class BridgeSettings:
 class BridgeMapping:
     source: str  # the file, as the fixes name it
     cluster: str
-    pools: dict[str, str]  # Slurm partition → Poolweb pool
+    pools: dict[str, str]  # Slurm partition → Poolweb pool: the file's [pools], then with the labels (partitions.py)
     profile: str = MATCH
     dynamic_profile: str = ""
     preemptible: bool = True
@@ -111,7 +111,7 @@ def parse_mapping(text: str, source: str) -> BridgeMapping:
                                   "unlisted_accounts"})
     return BridgeMapping(
         source=source, cluster=reader.name(document, ("cluster",), required=True),
-        pools=reader.pools(reader.table(document, ("pools",), required=True)),
+        pools=reader.pools(reader.table(document, ("pools",))),
         profile=reader.text(jobs, ("jobs", "profile")) or MATCH,
         dynamic_profile=reader.text(jobs, ("jobs", "dynamic_profile")) or "",
         preemptible=reader.boolean(jobs, ("jobs", "preemptible"), default=True),
@@ -231,8 +231,6 @@ class Reader:
                 raise self.fail(("pools", partition), f"pool {pool} is mapped from two partitions; a grant on it "
                                                       "must name one partition")
             pools[partition] = pool
-        if not pools:
-            raise self.fail(("pools",), "maps no partition: add partition = \"pool\" lines")
         return pools
 
     def account(self, rules: Any, key: Key) -> AccountRules:

@@ -31,6 +31,7 @@ from poolctl.models import Request
 
 from poolweb_slurm.mapping import Catalogue, Submission, map_job
 from poolweb_slurm.mapping_file import BridgeMapping
+from poolweb_slurm.partitions import PARTITION_LABEL
 from poolweb_slurm.slurm import Job, printable
 
 LIVE = frozenset({"pending", "allocated", "preempting"})
@@ -141,8 +142,9 @@ def allocated(steps: Plan, job: Job, request: Request, mapping: BridgeMapping, n
         heartbeat_if_due(steps, request, now)
         return
     if request.pool not in mapping.pools.values():
-        write(steps, job, comment(f"granted on pool {request.pool}, which no partition maps to: add it to [pools] "
-                                  f"in {mapping.source}"))
+        write(steps, job, comment(f"granted on pool {request.pool}, which no partition maps to: give it the label "
+                                  f"{PARTITION_LABEL}=<partition> in Poolweb's editor, or add it to [pools] in "
+                                  f"{mapping.source}"))
         return
     steps.grants.setdefault(mapping.partition_of(request.pool), []).append(job.id)
 

@@ -40,6 +40,8 @@ class PoolDocument(serializers.Serializer):
     capacity = serializers.DictField(child=QuantityInput(), required=False)
     execution_order = serializers.ListField(child=serializers.CharField(), required=False,
                                             help_text="connected profiles, served first to last")
+    labels = serializers.DictField(child=serializers.CharField(max_length=200, allow_blank=True), required=False,
+                                   help_text="key → text, at most 20; slurm_partition: the Slurm partition it is")
 
 
 class ConnectionDocument(serializers.Serializer):

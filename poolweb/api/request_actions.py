@@ -3,9 +3,9 @@ requests in one call, for a bridge that keeps many jobs' requests alive and give
 (docs/slurm.md) without a round trip per job (decision 141).
 
 ``{"action": "release", "requests": [{"id": 7, "attempt": 2}, {"id": 8}]}``: each item is the
-single call ``POST /requests/{id}/<action>`` with the item but its ``id`` as its body, done by the
-same service in its own transaction (``services.request_batches.request_act_many``) and answered
-in item order with the status and body that call would have answered. The envelope alone is
+single call ``POST /requests/{id}/<action>`` with the item but its ``id`` as its body, decided by
+that call's rule, all in one transaction (``services.request_batches.request_act_many``, decision
+136), and answered in item order with the status and body that call would have answered. The envelope alone is
 refused whole: 400 naming the field, nothing done.
 """
 

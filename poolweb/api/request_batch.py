@@ -2,8 +2,9 @@
 bridge that registers a burst of jobs (docs/slurm.md) without a round trip per job.
 
 Each item is what ``POST /requests`` takes, plus its own ``idempotency_key``; each is its own
-decision and its own transaction (``services.request_batches.request_submit_batch``), answered
-in item order with the status ``POST /requests`` would have answered it. The envelope alone is
+decision, and those that pass are stored in one transaction
+(``services.request_batches.request_submit_batch``, decision 135), answered in item order with the
+status ``POST /requests`` would have answered it. The envelope alone is
 refused whole: 400 naming the field (``api.batch_envelope``, shared with ``/requests/actions``).
 """
 

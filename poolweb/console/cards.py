@@ -82,9 +82,10 @@ class PoolCard:
     mark: Mark | None = None
     issues: tuple[Finding, ...] = ()
     display_name: str = ""  # "": the name
+    labels: tuple[tuple[str, str], ...] = ()  # (key, value), by key
 
     COMPARED = (("display name", "display_name"), ("description", "description"), ("capacity", "capacity"),
-                ("execution order", "order"))
+                ("execution order", "order"), ("labels", "labels"))
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,7 @@ def config_board(config: Config, *, usage: Iterable[PoolState] = (), pending: Ma
     each profile's counts (the live version's page)."""
     states = {state.name: state for state in usage}
     pools = tuple(PoolCard(i, p.name, p.description, amounts(p.capacity), p.execution_order,
-                           *_usage(states.get(p.name), p.capacity), display_name=p.display_name)
+                           *_usage(states.get(p.name), p.capacity), display_name=p.display_name, labels=p.labels)
                   for i, p in enumerate(config.pools))
     profiles = tuple(ProfileCard(i, p.name, p.description, amounts(p.resources), p.dynamic, _links(p), p.policies,
                                  None if pending is None else pending.get(p.name, 0),

@@ -26,7 +26,9 @@ from poolweb.console.cards import (
     Amount, Board, Finding, Link, Mark, PolicyCard, PoolCard, ProfileCard, QuotaLine, Removed, key_order,
 )
 from reconcile import ALL_POOLS, QuantityError, parse_quantity
-from reconcile.document import MAX_CONNECTIONS, MAX_KEYS, MAX_POLICIES, MAX_POOLS, MAX_PROFILES, MAX_QUOTAS
+from reconcile.document import (
+    MAX_CONNECTIONS, MAX_KEYS, MAX_LABELS, MAX_POLICIES, MAX_POOLS, MAX_PROFILES, MAX_QUOTAS,
+)
 from reconcile.document_checks import MAX_ALL_CONNECTIONS, MAX_ALL_QUEUES, MAX_ALL_QUOTAS
 from reconcile.quantity import quantity_text
 
@@ -129,7 +131,7 @@ def _pool(index: int, raw: Mapping, connected: Mapping[str, list[str]]) -> PoolC
               if p in profiles]
     order = (*listed, *sorted(set(profiles) - set(listed)))
     return PoolCard(index, name, _text(raw.get("description")), _amounts(raw.get("capacity")), order,
-                    display_name=_display_name(raw, name))
+                    display_name=_display_name(raw, name), labels=_labels(raw.get("labels")))
 
 
 def _profile(index: int, raw: Mapping, shown: _Shown) -> ProfileCard:
@@ -152,6 +154,13 @@ def _policy(index: int, raw: Mapping, shown: _Shown) -> PolicyCard:
     name = _text(raw.get("name"))
     return PolicyCard(index, name, _text(raw.get("description")), _text(raw.get("group")),
                       _text(raw.get("priority", 0)), quotas, display_name=_display_name(raw, name))
+
+
+def _labels(raw: Any) -> tuple[tuple[str, str], ...]:
+    """A pool's labels as written, by key; none when they are not an object (its error says so)."""
+    if not isinstance(raw, Mapping):
+        return ()
+    return tuple(sorted((_text(key), _text(value)) for key, value in islice(raw.items(), MAX_LABELS * 2)))
 
 
 def _display_name(raw: Mapping, name: str) -> str:

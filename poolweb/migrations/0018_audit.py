@@ -33,7 +33,7 @@ def allow_changes(apps, schema_editor) -> None:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('poolweb', '0016_totals'),
+        ('poolweb', '0017_pool_labels'),
     ]
 
     operations = [

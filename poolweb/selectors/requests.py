@@ -10,12 +10,13 @@ every one; of the others only what ``services.payloads.request_data_for`` keeps.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from django.db.models import Count, F, Q, QuerySet, Window
 from django.db.models.functions import RowNumber
 
+from poolweb import sql
 from poolweb.models import Request, RequestChange
 from poolweb.selectors.versions import live_config
 from poolweb.sql import api_calls
@@ -149,6 +150,19 @@ def request_by_idempotency_key(*, user, key: str) -> Request | None:
     mine = (Q(owner=user, submitted_by__isnull=True, idempotency_key=key)
             | Q(submitted_by=user.get_username(), idempotency_key=key))
     return Request.objects.select_related("owner").filter(mine).first()
+
+
+def requests_by_idempotency_keys(*, user, keys: Collection[str]) -> dict[str, Request]:
+    """``request_by_idempotency_key`` for many keys in one read: the request of each key found."""
+    found: dict[str, Request] = {}
+    keys = sorted(keys)
+    for start in range(0, len(keys), sql.CHUNK):
+        part = keys[start:start + sql.CHUNK]
+        mine = (Q(owner=user, submitted_by__isnull=True, idempotency_key__in=part)
+                | Q(submitted_by=user.get_username(), idempotency_key__in=part))
+        for row in Request.objects.select_related("owner").filter(mine).order_by("id"):
+            found.setdefault(row.idempotency_key, row)  # the first, as request_by_idempotency_key's
+    return found
 
 
 def running_of_policies(names: Sequence[str], most: int) -> dict[str, tuple[list[Request], int]]:

@@ -197,7 +197,8 @@ def config_from_rows(version: ConfigVersion) -> Config:
                                                    .values_list("policy_id", "scope", "key", "reserved", "limit")):
         quotas[policy_id].append(Quota(scope, key, reserved, limit))
     pools = tuple(Pool(p.name, Vector(p.capacity), tuple(name for _, name in sorted(execution[p.id])), p.description,
-                       p.display_name) for p in PoolRow.objects.filter(version=version).order_by("id"))
+                       p.display_name, tuple(sorted(p.labels.items())))
+                  for p in PoolRow.objects.filter(version=version).order_by("id"))
     profiles = tuple(_profile(p, sorted(connections[p.id]), ranked[p.id])
                      for p in ProfileRow.objects.filter(version=version).order_by("id"))
     policies = tuple(Policy(p.name, p.priority, tuple(quotas[p.id]), p.group_name, p.description, p.display_name)

@@ -225,7 +225,7 @@ def _write_rows(version: ConfigVersion, config: Config) -> None:
     """The version as rows, quantities in milli-units, both orders of every connection."""
     pools = {row.name: row for row in PoolRow.objects.bulk_create(
         [PoolRow(version=version, name=p.name, display_name=p.display_name, description=p.description,
-                 capacity=dict(p.capacity)) for p in config.pools])}
+                 capacity=dict(p.capacity), labels=dict(p.labels)) for p in config.pools])}
     profiles = {row.name: row for row in ProfileRow.objects.bulk_create(
         [ProfileRow(version=version, name=p.name, display_name=p.display_name, description=p.description,
                     resources=dict(p.resources), dynamic=p.dynamic) for p in config.profiles])}

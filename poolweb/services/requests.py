@@ -14,9 +14,9 @@ Choices where api.md is silent:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -31,7 +31,7 @@ from poolweb.selectors.requests import MAX_ID, request_by_idempotency_key, submi
 from poolweb.selectors.snapshot import SNAPSHOT_FIELDS, to_engine
 from poolweb.selectors.versions import EngineVersion, live_engine_version
 from poolweb.services import audit, events
-from poolweb.services.changes import decision_columns, history_entry
+from poolweb.services.changes import HistoryEntry, decision_columns, history_entry
 from poolweb.services.payloads import api_time
 from poolweb.services.triggers import reconcile_soon
 from poolweb.sql import api_calls
@@ -126,47 +126,76 @@ def request_submit(*, user, submission: SubmissionSource,
     return row, created
 
 
-def submit(*, user, submission: SubmissionSource, idempotency_key: str | None = None,
-           audited: bool = True) -> tuple[RequestRow, bool]:
+def submit(*, user, submission: SubmissionSource,
+           idempotency_key: str | None = None) -> tuple[RequestRow, bool]:
     """Store a submission without asking for a pass. In this order, each before the next is read:
 
     1. a retried ``idempotency_key`` of ``user``, the submitting account, returns the first
        request, whatever the submission says (for whomever it was);
-    2. for an owner other than ``user`` (a username): ``PermissionDenied`` unless ``user`` was
-       granted ``poolweb.submit_for_others``, ``OwnerUnknown`` when no active user has the name
-       (one statement reads both, ``api_calls.acting_for``); from here on the owner is the one
-       checked, and the one who owns the request;
-    3. ``TooManyPending`` when the owner has ``POOLWEB_MAX_PENDING_PER_USER`` pending requests;
-    4. the submission is read against the live configuration;
-    5. ``PermissionDenied`` when the owner is neither staff nor in the policy's group;
-    6. it is stored (``request_create``), and a request for another owner audited unless
-       ``audited`` is false (a batch audits its items at once, decision 156).
+    2. to 5.: ``Intake.row`` (whom it is for, the owner's pending cap, the submission read against
+       the live configuration, the owner's group);
+    6. it is stored (``stored_or_earlier``).
     """
     if idempotency_key is not None:
         earlier = request_by_idempotency_key(user=user, key=idempotency_key)
         if earlier is not None:
             return earlier, False
-    owner = submission.owner_name()
-    on_behalf = owner is not None and owner != user.get_username()
-    holder = owner_for(caller=user, username=owner) if on_behalf else user
-    standing = submitter_of(user=holder)
-    cap = settings.POOLWEB["MAX_PENDING_PER_USER"]
-    if standing.pending >= cap:
-        raise TooManyPending(standing.pending, cap, holder.get_username() if on_behalf else None)
-    live = live_engine_version()
-    config = live.config
-    read = submission.read(config)
-    if not may_submit(holder, config, read.policy, standing.groups):
-        who, are = (f"{holder.get_username()} may", "they are") if on_behalf else ("you may", "you are")
-        raise PermissionDenied(f"{who} not submit to policy {read.policy}: {are} not in its group "
-                               f"{config.policy[read.policy].group or '(none)'}")
-    return request_create(user=holder, submission=read, live=live, idempotency_key=idempotency_key,
-                          submitted_by=user if on_behalf else None, audited=audited)
+    return stored_or_earlier(Intake(user).row(submission, idempotency_key), account=user)
 
 
-def owner_for(*, caller, username: str):
-    """The user ``caller`` submits for, if ``caller`` may submit for others (decision 131)."""
-    found = api_calls.acting_for(caller.pk, username)
+class Intake:
+    """Steps 2 to 5 of ``submit`` for the submissions of one account ``user``, each read made once
+    however many it checks (a batch, ``request_batches``): the live configuration, each owner named
+    with whether ``user`` may act for them, and each owner's pending count and groups, to which the
+    pending requests checked here are added, so that a batch meets an owner's cap where its items'
+    single calls would."""
+
+    def __init__(self, user) -> None:
+        self.user = user
+        self._live: EngineVersion | None = None
+        self._acting_for: dict[str, api_calls.ActingFor] = {}
+        self._standing: dict[int, api_calls.Submitter] = {}
+
+    def row(self, submission: SubmissionSource, idempotency_key: str | None) -> RequestRow:
+        """The request to store (``request_row``), unsaved, or why not:
+
+        2. for an owner other than ``user`` (a username): ``PermissionDenied`` unless ``user`` was
+           granted ``poolweb.submit_for_others``, ``OwnerUnknown`` when no active user has the name
+           (one statement reads both, ``api_calls.acting_for``); from here on the owner is the one
+           checked, and the one who owns the request;
+        3. ``TooManyPending`` when the owner has ``POOLWEB_MAX_PENDING_PER_USER`` pending requests;
+        4. the submission is read against the live configuration;
+        5. ``PermissionDenied`` when the owner is neither staff nor in the policy's group.
+        """
+        owner = submission.owner_name()
+        on_behalf = owner is not None and owner != self.user.get_username()
+        holder = self._owner(owner) if on_behalf else self.user
+        standing = self._standing.get(holder.pk) or submitter_of(user=holder)
+        cap = settings.POOLWEB["MAX_PENDING_PER_USER"]
+        if standing.pending >= cap:
+            raise TooManyPending(standing.pending, cap, holder.get_username() if on_behalf else None)
+        self._live = self._live or live_engine_version()
+        config = self._live.config
+        read = submission.read(config)
+        if not may_submit(holder, config, read.policy, standing.groups):
+            who, are = (f"{holder.get_username()} may", "they are") if on_behalf else ("you may", "you are")
+            raise PermissionDenied(f"{who} not submit to policy {read.policy}: {are} not in its group "
+                                   f"{config.policy[read.policy].group or '(none)'}")
+        row = request_row(user=holder, submission=read, live=self._live, idempotency_key=idempotency_key,
+                          submitted_by=self.user if on_behalf else None)
+        pending = row.state == State.PENDING.value
+        self._standing[holder.pk] = standing._replace(pending=standing.pending + pending)
+        return row
+
+    def _owner(self, username: str):
+        if username not in self._acting_for:
+            self._acting_for[username] = api_calls.acting_for(self.user.pk, username)
+        return owner_of(self._acting_for[username], username)
+
+
+def owner_of(found: api_calls.ActingFor, username: str):
+    """The user named ``username`` as ``api_calls.acting_for`` found them, if the caller may submit
+    for others (decision 131) and the user is active."""
     if not found.permitted:
         raise PermissionDenied(f"you may not submit for another user: that needs the permission "
                                f"poolweb.{api_calls.SUBMIT_FOR_OTHERS[1]}, granted explicitly")
@@ -176,16 +205,18 @@ def owner_for(*, caller, username: str):
 
 
 def request_create(*, user, submission: Submission, live: EngineVersion, idempotency_key: str | None = None,
-                   submitted_by=None, audited: bool = True) -> tuple[RequestRow, bool]:
-    """Store a submission for its owner ``user``: ``rejected`` with its reason when it can never
-    run (R-14), else ``pending``. One transaction: the row, its history and its event; the pass
-    judges it later. ``submitted_by``, the account that submitted it for ``user``, is named in the
-    request and in its first history entry (decision 131) and, when ``audited``, in an audit entry
-    written in the same transaction (decision 154).
+                   submitted_by=None) -> tuple[RequestRow, bool]:
+    """Store a submission for its owner ``user`` (``request_row``); the pass judges it later."""
+    return stored_or_earlier(request_row(user=user, submission=submission, live=live,
+                                         idempotency_key=idempotency_key, submitted_by=submitted_by),
+                             account=submitted_by or user)
 
-    Two racing submissions with one ``idempotency_key`` meet at the unique constraint; the loser's
-    transaction rolls back and it returns the winner's request.
-    """
+
+def request_row(*, user, submission: Submission, live: EngineVersion, idempotency_key: str | None = None,
+                submitted_by=None) -> RequestRow:
+    """A submission for its owner ``user`` as the row to store: ``rejected`` with its reason when
+    it can never run (R-14), else ``pending``. ``submitted_by``, the account that submitted it for
+    ``user``, is named in the request and in its first history entry (the audit, decision 131)."""
     s, now = submission, timezone.now()
     _, failure = eligibility(live.terms, s.policy, s.profile, s.resources, s.preemptible)
     fields = dict(owner=user, policy=s.policy, profile=s.profile, resources=dict(s.resources),
@@ -198,41 +229,48 @@ def request_create(*, user, submission: Submission, live: EngineVersion, idempot
         fields.update(state=State.REJECTED.value, reason=failure.reason.value, message=failure.message, finished_at=now)
     if submitted_by is not None:
         fields["message"] = f"submitted by {fields['submitted_by']} for {user.get_username()}: {fields['message']}"
+    return RequestRow(**fields)
+
+
+def stored_or_earlier(row: RequestRow, *, account) -> tuple[RequestRow, bool]:
+    """Store ``row``, submitted by ``account`` (its history, its event and, for another owner, its
+    audit entry with it, ``_store``): it, and True. Two racing submissions with one idempotency key
+    meet at the unique constraint; the loser's transaction (or savepoint) rolls back and it returns
+    the winner's request, and False."""
     try:
-        row = _store(RequestRow(**fields), audited_by=submitted_by if audited else None)
+        return _store(row, account), True
     except IntegrityError:
-        account = submitted_by or user
-        earlier = request_by_idempotency_key(user=account, key=idempotency_key) if idempotency_key else None
+        key = row.idempotency_key
+        earlier = request_by_idempotency_key(user=account, key=key) if key is not None else None
         if earlier is None:
             raise
         return earlier, False
-    return row, True
 
 
-def _store(row: RequestRow, audited_by=None) -> RequestRow:
-    """The new row, its first history entry and its event, in one transaction, with the audit
-    entry of ``audited_by``'s submission for the owner when given; inside a caller's, a savepoint,
-    so the idempotency key's constraint leaves that transaction usable. On PostgreSQL one
-    statement does the three (``api_calls.insert_submission``: the figure of decision 110);
-    elsewhere the ORM does, as below."""
-    if api_calls.submission_in_one_statement():
-        with transaction.atomic() if audited_by is not None else contextlib.nullcontext():
+def _store(row: RequestRow, account) -> RequestRow:
+    """The new row, its first history entry, its event and, when ``account`` submitted it for
+    another owner, the audit entry (decision 154), in one transaction; inside a caller's, a
+    savepoint, so the idempotency key's constraint leaves that transaction usable. On PostgreSQL
+    one statement does the first three (``api_calls.insert_submission``: the figure of decision
+    110, alone in autocommit unless audited); elsewhere the ORM does, as below."""
+    audited = row.submitted_by is not None
+    with transaction.atomic() if audited or not api_calls.submission_in_one_statement() else nullcontext():
+        if api_calls.submission_in_one_statement():
             api_calls.insert_submission(row, events.encoded_request_row(row))
-            _audit_submission(row, audited_by)
-        return row
-    with transaction.atomic():
-        row.save(force_insert=True)
-        sql.insert_changes([(row.pk, row.submitted_at, row.state, row.reason, row.message, row.attempt, None)])
-        events.publish_request_rows([row])
-        _audit_submission(row, audited_by)
+        else:
+            row.save(force_insert=True)
+            sql.insert_changes([(row.pk, row.submitted_at, row.state, row.reason, row.message, row.attempt, None)])
+            events.publish_request_rows([row])
+        if audited:
+            audit.record(actor=account, action="request.submit", target=audit.request_target(row.pk),
+                         after=row.state, request_ids=[row.pk], detail=owner_detail(row, policy=row.policy,
+                                                                                    profile=row.profile))
     return row
 
 
-def _audit_submission(row: RequestRow, submitter) -> None:
-    if submitter is not None:
-        audit.record(actor=submitter, action="request.submit", target=audit.request_target(row.pk), after=row.state,
-                     request_ids=[row.pk], detail={"owner": row.owner.get_username(), "owner_id": row.owner_id,
-                                                   "policy": row.policy, "profile": row.profile})
+def owner_detail(row: RequestRow, **more) -> dict:
+    """What an audit entry of an act on ``row`` for its owner keeps of it."""
+    return {"owner": row.owner.get_username(), "owner_id": row.owner_id, **more}
 
 
 def may_submit(user, config: Config, policy: str, groups: frozenset[str]) -> bool:
@@ -250,35 +288,103 @@ def request_heartbeat(*, user, request_id: int, attempt: int | None = None) -> R
     """R-50: renew the lease of a live request for another ``lease_seconds``; ``RequestNotLive``
     otherwise, and when ``attempt`` is given and is not the request's current one. No pass: a
     renewal frees and takes nothing."""
-    return _renew(user=user, request_id=request_id, attempt=attempt)
+    return request_act(user=user, action="heartbeat", request_id=request_id, attempt=attempt)[0]
 
 
 def request_release(*, user, request_id: int, attempt: int | None = None) -> RequestRow:
     """R-51: done (or acknowledging preemption). Idempotent: a finished or queued request comes back
     unchanged, and so does one whose ``attempt`` (when given) is over: the holder of attempt 1 may
     release after the grace already queued attempt 2, and must not release attempt 2."""
-    return _act(user, request_id, lifecycle.release, attempt)
+    return _act(user, "release", request_id, attempt)
 
 
 def request_cancel(*, user, request_id: int) -> RequestRow:
     """R-51: withdraw. Idempotent: a finished request comes back unchanged."""
-    return _act(user, request_id, lifecycle.cancel)
+    return _act(user, "cancel", request_id)
 
 
-Action = Callable[[Request, str], Decision | None]
 ACTIONS = ("heartbeat", "release", "cancel")
+_DECIDE: dict[str, Callable[[Request, str], Decision | None]] = {"release": lifecycle.release,
+                                                                 "cancel": lifecycle.cancel}
 
 
-def request_act(*, user, action: str, request_id: int, attempt: int | None = None) -> tuple[RequestRow, bool]:
-    """One of ``ACTIONS`` on one request, in its own transaction, as ``request_heartbeat``,
-    ``request_release`` and ``request_cancel`` do it, but without the pass a change asks for and
-    without its audit entry: the request afterwards and whether it changed (a heartbeat
-    changes nothing a pass reads), for a caller that asks for one pass after many and audits them at once
-    (``request_batches.request_act_many``, decision 156). Cancel takes no ``attempt``."""
+class Change(NamedTuple):
+    """What an action does to a request: the request after it, and what to write."""
+
+    after: Request
+    columns: dict  # column → value, of its row
+    history: HistoryEntry | None  # the entry of its history, for a change of state
+    freed: UnannouncedChange | None  # a release or cancel: the numbers the next pass announces
+
+
+def change_of(*, user, action: str, locked: Locked, attempt: int | None, now) -> Change | None:
+    """What ``action`` (one of ``ACTIONS``) by ``user`` does to the locked request, or None when it
+    does nothing; a heartbeat that cannot renew is ``RequestNotLive``. Cancel takes no ``attempt``.
+
+    The pool's and the policy's new numbers are left to the pass a release or cancel asks for
+    (``UnannouncedChange``): computing them here read every live and queued request of the pool
+    and the policy, on every release."""
+    before = locked.request
     if action == "heartbeat":
-        return _renew(user=user, request_id=request_id, attempt=attempt, audited=False), False
-    decide = {"release": lifecycle.release, "cancel": lifecycle.cancel}[action]
-    return _carry_out(user=user, request_id=request_id, action=decide, attempt=attempt, audited=False)
+        after = _renewed(before, attempt, now)
+        return Change(after, {"lease_expires_at": after.lease_expires_at}, None, None)
+    if attempt is not None and attempt != before.attempt:
+        return None
+    decision = _DECIDE[action](before, user.get_username())
+    if decision is None:
+        return None
+    after, columns = decision_columns(before, decision, now)
+    # Its capacity or its place is free now: the pass announces the pool's and the policy's numbers.
+    freed = UnannouncedChange(pool=before.pool or locked.queue_pool or "", policy=before.policy)
+    return Change(after, columns, history_entry(after, decision, now), freed)
+
+
+def _renewed(before: Request, attempt: int | None, now) -> Request:
+    request_id = before.id
+    if attempt is not None and attempt != before.attempt:
+        raise RequestNotLive(f"attempt {attempt} is not the current attempt of request {request_id}: it is at "
+                             f"attempt {before.attempt}, {before.state.value}")
+    if lifecycle.lease_expired(before, now):
+        raise RequestNotLive(f"the lease of request {request_id} ran out at {before.lease_expires_at.isoformat()}")
+    try:
+        return lifecycle.heartbeat(before, now)
+    except lifecycle.NotLive:
+        raise RequestNotLive(f"request {request_id} is {before.state.value}, not live: "
+                             "there is no lease to renew") from None
+
+
+@transaction.atomic
+def request_act(*, user, action: str, request_id: int, attempt: int | None = None) -> tuple[RequestRow, bool]:
+    """One of ``ACTIONS`` on one request ``user`` may see, in its own transaction, without the pass
+    a release or cancel asks for: the request afterwards, and whether it asks for one.
+
+    The write is conditional on the state read: a pass that moved the request meanwhile makes it
+    a ``RequestConflict`` instead of a lost update. A heartbeat's event tells whoever follows the
+    request its new ``lease_expires_at``."""
+    locked = _locked(user, request_id)
+    change = change_of(user=user, action=action, locked=locked, attempt=attempt, now=timezone.now())
+    if change is None:
+        return _fresh(request_id), False
+    if not api_calls.update_request(request_id, locked.request.state.value, change.columns):
+        raise RequestConflict(f"request {request_id} changed meanwhile; try again")
+    if change.history is not None:
+        sql.insert_changes([change.history])
+    if change.freed is not None:
+        change.freed.save()
+    row = _fresh(request_id)
+    events.publish_request_rows([row])
+    if row.owner_id != user.pk:  # an admin's (or a service account's) act for another user, decision 154
+        before, after = _audited_change(action, locked.request, row)
+        audit.record(actor=user, action=f"request.{action}", target=audit.request_target(request_id), before=before,
+                     after=after, request_ids=[request_id], detail=owner_detail(row, attempt=locked.request.attempt))
+    return row, change.freed is not None
+
+
+def _audited_change(action: str, before: Request, row: RequestRow) -> tuple[str, str]:
+    """Old → new of an audited act: the lease's end for a heartbeat, else the state."""
+    if action == "heartbeat":
+        return api_time(before.lease_expires_at) or "", api_time(row.lease_expires_at)
+    return before.state.value, row.state
 
 
 def one_pass_after(ids: Sequence[int]) -> dict[int, RequestRow]:
@@ -289,73 +395,10 @@ def one_pass_after(ids: Sequence[int]) -> dict[int, RequestRow]:
     return RequestRow.objects.select_related("owner").in_bulk(list(ids))
 
 
-def _act(user, request_id: int, action: Action, attempt: int | None = None) -> RequestRow:
-    row, changed = _carry_out(user=user, request_id=request_id, action=action, attempt=attempt)
+def _act(user, action: str, request_id: int, attempt: int | None = None) -> RequestRow:
+    row, changed = request_act(user=user, action=action, request_id=request_id, attempt=attempt)
     if changed and _reconcile():
         row = _fresh(request_id)  # the pass ran here and may have moved it on
-    return row
-
-
-@transaction.atomic
-def _carry_out(*, user, request_id: int, action: Action, attempt: int | None,
-               audited: bool = True) -> tuple[RequestRow, bool]:
-    """Decide ``action`` on a request ``user`` may see and write it: the request as it is now,
-    and whether anything changed.
-
-    The write is conditional on the state read: a pass that moved the request meanwhile makes it
-    a ``RequestConflict`` instead of a lost update. The pool's and the policy's new numbers are
-    left to the pass this change asks for (``UnannouncedChange``): computing them here read every live
-    and queued request of the pool and the policy, on every release.
-    """
-    locked = _locked(user, request_id)
-    before = locked.request
-    if attempt is not None and attempt != before.attempt:
-        return _fresh(request_id), False
-    decision = action(before, user.get_username())
-    if decision is None:
-        return _fresh(request_id), False
-    now = timezone.now()
-    after, columns = decision_columns(before, decision, now)
-    if not api_calls.update_request(request_id, before.state.value, columns):
-        raise RequestConflict(f"request {request_id} changed meanwhile; try again")
-    sql.insert_changes([history_entry(after, decision, now)])
-    # Its capacity or its place is free now: the pass announces the pool's and the policy's numbers.
-    UnannouncedChange.objects.create(pool=before.pool or locked.queue_pool or "", policy=before.policy)
-    row = _fresh(request_id)
-    events.publish_request_rows([row])
-    if audited and row.owner_id != user.pk:  # an admin's (or a service account's) act for another user
-        audit.record(actor=user, action=f"request.{ACTION_NAMES[action]}", target=audit.request_target(request_id),
-                     before=before.state.value, after=row.state, request_ids=[request_id],
-                     detail={"owner": row.owner.get_username(), "owner_id": row.owner_id, "attempt": before.attempt})
-    return row, True
-
-
-ACTION_NAMES = {lifecycle.release: "release", lifecycle.cancel: "cancel"}
-
-
-@transaction.atomic
-def _renew(*, user, request_id: int, attempt: int | None, audited: bool = True) -> RequestRow:
-    before = _locked(user, request_id).request
-    now = timezone.now()
-    if attempt is not None and attempt != before.attempt:
-        raise RequestNotLive(f"attempt {attempt} is not the current attempt of request {request_id}: it is at "
-                             f"attempt {before.attempt}, {before.state.value}")
-    if lifecycle.lease_expired(before, now):
-        raise RequestNotLive(f"the lease of request {request_id} ran out at {before.lease_expires_at.isoformat()}")
-    try:
-        after = lifecycle.heartbeat(before, now)
-    except lifecycle.NotLive:
-        raise RequestNotLive(f"request {request_id} is {before.state.value}, not live: "
-                             "there is no lease to renew") from None
-    if not api_calls.update_request(request_id, before.state.value, {"lease_expires_at": after.lease_expires_at}):
-        raise RequestConflict(f"request {request_id} changed meanwhile; try again")
-    row = _fresh(request_id)
-    events.publish_request_rows([row])  # its lease_expires_at is news to whoever follows it
-    if audited and row.owner_id != user.pk:
-        audit.record(actor=user, action="request.heartbeat", target=audit.request_target(request_id),
-                     before=api_time(before.lease_expires_at) or "", after=api_time(row.lease_expires_at),
-                     request_ids=[request_id], detail={"owner": row.owner.get_username(), "owner_id": row.owner_id,
-                                                       "attempt": before.attempt})
     return row
 
 
@@ -370,13 +413,25 @@ LOCKED_FIELDS = (*SNAPSHOT_FIELDS, "queue_pool", "owner")
 
 
 def _locked(user, request_id: int) -> Locked:
-    """The request locked for this transaction, if ``user`` may see it (by the pass's plain
-    statement: through the ORM this read cost a release more than its writes, decision 71)."""
-    rows = sql.select_requests(LOCKED_FIELDS, "id", [request_id], lock=True) if 1 <= request_id <= MAX_ID else []
-    row = dict(zip(LOCKED_FIELDS, rows[0])) if rows else None
-    if row is None or not (user.is_staff or row["owner"] == user.pk):
+    """The request locked for this transaction, if ``user`` may see it."""
+    found = locked_many(user, [request_id]).get(request_id)
+    if found is None:
         raise RequestNotFound(f"there is no request {request_id}")
-    return Locked(to_engine([row[name] for name in SNAPSHOT_FIELDS], {}), row["queue_pool"])
+    return found
+
+
+def locked_many(user, request_ids: Sequence[int]) -> dict[int, Locked]:
+    """The requests of ``request_ids`` that ``user`` may see, by id, locked for this transaction in
+    id order, the order a pass locks its rows in (``planned_rows``), so neither waits for the other
+    in a cycle. One plain statement, the pass's: through the ORM this read cost a release more than
+    its writes (decision 71)."""
+    ids = sorted({request_id for request_id in request_ids if 1 <= request_id <= MAX_ID})
+    found: dict[int, Locked] = {}
+    for values in sql.select_requests(LOCKED_FIELDS, "id", ids, lock=True) if ids else ():
+        row = dict(zip(LOCKED_FIELDS, values))
+        if user.is_staff or row["owner"] == user.pk:
+            found[row["id"]] = Locked(to_engine([row[name] for name in SNAPSHOT_FIELDS], {}), row["queue_pool"])
+    return found
 
 
 def _fresh(request_id: int) -> RequestRow:

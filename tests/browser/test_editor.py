@@ -326,3 +326,31 @@ def test_a_display_name_suggests_the_name_and_the_dialog_says_at_once_what_a_nam
     expect(half.get_by_role("heading", level=3)).to_have_text("H100 Half a Superpod h100-half")
     save(page)
     assert saved_draft()["pools"][-1]["display_name"] == "H100 Half a Superpod"
+
+
+def test_a_pools_labels_are_added_in_its_dialog_and_shown_on_its_card(page):
+    h100 = card(page, "Pool h100")
+    expect(h100.get_by_label("Labels of h100")).to_have_count(0)
+    h100.get_by_role("button", name="Edit h100").click()
+    form = dialog(page, "Edit pool h100")
+    form.get_by_role("button", name="Add label").click()
+    expect(form.get_by_label("Key of label 1")).to_be_focused()
+    form.get_by_label("Key of label 1").fill("slurm_partition")
+    form.get_by_label("Value of label 1").fill("gpu-h100")
+    form.get_by_role("button", name="Add label").click()
+    form.get_by_label("Key of label 2").fill("rack")
+    form.get_by_label("Value of label 2").fill("b7")
+    form.get_by_role("button", name="Save").click()
+
+    labels = h100.get_by_label("Labels of h100")
+    expect(labels).to_have_text(re.compile(r"^\s*rack\s*b7\s*slurm_partition\s*gpu-h100\s*$"))
+    expect(h100).to_contain_text("Changed")
+    save(page)
+    assert saved_draft()["pools"][0]["labels"] == {"slurm_partition": "gpu-h100", "rack": "b7"}
+
+    h100.get_by_role("button", name="Edit h100").click()
+    form = dialog(page, "Edit pool h100")
+    expect(form.get_by_label("Value of label 1")).to_have_value("gpu-h100")
+    form.get_by_role("button", name="Remove label 2").click()
+    form.get_by_role("button", name="Save").click()
+    expect(labels).to_have_text(re.compile(r"^\s*slurm_partition\s*gpu-h100\s*$"))

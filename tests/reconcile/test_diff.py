@@ -98,6 +98,11 @@ def _capacity_keys(doc):
     doc["profiles"][0]["resources"] = {"gpu": 0.5, "memory_mb": 16000}
 
 
+def _labels(doc):
+    doc["pools"][0]["labels"] = {"slurm_partition": "gpu", "rack": "b7"}
+    doc["pools"][1]["labels"] = {"slurm_partition": "a100"}
+
+
 CASES = [
     Case("nothing changed", lambda doc: None, ()),
     Case("a pool added lists its fields from nothing", _add_pool, (
@@ -131,6 +136,10 @@ CASES = [
     Case("resource keys changed, removed and added", _capacity_keys, (
         changed("pool", "h100", ("capacity.gpu", 8, Decimal("8.5")), ("capacity.mcpu", 256000, None)),
         changed("profile", "half", ("resources.memory_mb", None, 16000)),
+    )),
+    Case("pool labels added, each a field of its own", _labels, (
+        changed("pool", "h100", ("labels.rack", None, "b7"), ("labels.slurm_partition", None, "gpu")),
+        changed("pool", "a100", ("labels.slurm_partition", None, "a100")),
     )),
 ]
 

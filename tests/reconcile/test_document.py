@@ -687,3 +687,30 @@ def test_a_name_refused_says_in_words_what_a_name_may_contain():
     (issue,) = parse_document(document(pool("H100 Half", gpu=1), profile("one", "H100 Half", gpu=1))).errors
     assert issue.message == ("'H100 Half' is not a valid pool name: a name has 1 to 63 lower-case letters, digits, "
                              "'.', '_' or '-', the first a letter or digit")
+
+
+# Pool labels (decision 137): key → text for other systems, the engine reads none.
+
+def test_a_pools_labels_are_read_sorted_and_written_back_only_when_there_are_some():
+    doc = document({**pool("h100", gpu=8), "labels": {"slurm_partition": "gpu", "rack": "b7"}},
+                   pool("a100", gpu=4), profile("one", "h100", gpu=1))
+    config = parse_document(doc).config
+
+    assert config.pools[0].labels == (("rack", "b7"), ("slurm_partition", "gpu"))
+    assert config.pools[0].label_value("slurm_partition") == "gpu" and config.pools[1].label_value("x") is None
+    written = to_document(config)
+    assert written["pools"][0]["labels"] == {"rack": "b7", "slurm_partition": "gpu"}
+    assert "labels" not in written["pools"][1]
+    assert parse_document(_through_json(written)).config == config
+
+
+@pytest.mark.parametrize("labels,path,code", [
+    ([], "pools[0].labels", "invalid_type"),
+    ({"Slurm Partition": "gpu"}, "pools[0].labels", "invalid_key"),
+    ({"-x": "gpu"}, "pools[0].labels.-x", "invalid_key"),
+    ({"slurm_partition": 7}, "pools[0].labels.slurm_partition", "invalid_type"),
+    ({"slurm_partition": "g" * 201}, "pools[0].labels.slurm_partition", "too_long"),
+    ({f"k{n}": "v" for n in range(21)}, "pools[0].labels", "too_many"),
+])
+def test_a_label_that_breaks_a_rule_is_an_error_at_its_path(labels, path, code):
+    assert errors(document({**pool("a", gpu=1), "labels": labels}, profile("one", "a", gpu=1))) == [(path, code)]

@@ -31,7 +31,9 @@ from tests.slurm.cluster import Cluster, Layout
 
 GRACE_SECONDS = 4  # Poolweb's eviction grace; the bridge's ends a poll before
 CLEARML = {
-    "pools": [{"name": "bare-metal", "capacity": {"gpu": 8}}, {"name": "h100", "capacity": {"gpu": 8}}],
+    # Each pool names its Slurm partition by a label, as an admin sets it in the editor (decision 137):
+    # the mapping file below has no [pools].
+    "pools": [{"name": name, "capacity": {"gpu": 8}, "labels": {"slurm_partition": name}} for name in ("bare-metal", "h100")],
     "profiles": [{"name": "4xgpu", "resources": {"gpu": 4}, "connections": [{"pool": "bare-metal"}, {"pool": "h100"}],
                   "policies": ["dev", "research"]}],
     "policies": [{"name": name, "group": name, "quotas": [{"scope": "*", "key": "gpu", "reserved": 8, "limit": 16}]}
@@ -39,10 +41,6 @@ CLEARML = {
 }
 MAPPING = """\
 cluster = "clearml"
-
-[pools]
-bare-metal = "bare-metal"
-h100 = "h100"
 
 [jobs]
 partitions = "any"

@@ -10,6 +10,7 @@ import pytest
 
 from poolweb_slurm.mapping import Catalogue, Refusal, Submission, map_job, problems
 from poolweb_slurm.mapping_file import MappingError, load_mapping, parse_mapping
+from poolweb_slurm.partitions import Partitions, partitions
 from poolweb_slurm.slurm import Job
 from tests.slurm.examples import FILE, LIVE, MAPPING, job
 
@@ -70,10 +71,11 @@ CASES = [
     Case("a job without account is refused", job(account=""),
          Refusal("12", "the job names no account, and Poolweb chooses the policy by account: sbatch -A <account>")),
     Case("a partition that maps to no pool is refused", job(partitions=("debug",)),
-         Refusal("12", f"partition debug maps to no Poolweb pool: add debug = \"<pool>\" to [pools] in {FILE}")),
+         Refusal("12", f"partition debug maps to no Poolweb pool: give a pool the label slurm_partition=debug in "
+                       f"Poolweb's editor, or add debug = \"<pool>\" to [pools] in {FILE}")),
     Case("a pool missing from Poolweb is refused", job(partitions=("h100",)),
          Refusal("12", f"partition h100 maps to pool h100, which Poolweb's live configuration does not have: "
-                       f"provision pool h100, or correct [pools] in {FILE}"),
+                       f"provision pool h100, or correct the mapping (slurm_partition labels, [pools] in {FILE})"),
          live={**LIVE, "pools": LIVE["pools"][:1]}),
     Case("a job that fits no fixed profile and no dynamic one is refused with the profiles it could use",
          job(gpus=3), Refusal("12", f"no fixed Poolweb profile of policy dev on bare-metal fits 3 GPU, 16 CPU, "
@@ -142,7 +144,8 @@ BAD_FILES = [
     BadFile("no cluster", '[pools]\nh100 = "h100"\n', f"{FILE}: cluster: missing: it is required"),
     BadFile("an empty profile", 'cluster = "c1"\n[pools]\nh100 = "h100"\n[jobs]\nprofile = ""\n',
             f"{FILE}, line 5: jobs.profile: expected a name, got ''"),
-    BadFile("no pools", 'cluster = "c1"\n', f"{FILE}: pools: expected a table [pools], and it is missing"),
+    BadFile("pools that are not a table", 'cluster = "c1"\npools = "h100"\n',
+            f"{FILE}, line 2: pools: expected a table [pools]"),
     BadFile("an unknown setting", 'cluster = "c1"\n[pools]\nh100 = "h100"\n[jobs]\nretry = 2\n',
             f"{FILE}, line 5: jobs.retry: unknown setting; the settings here are dynamic_profile, partitions, "
             "preemptible, profile, retries, unlisted_accounts"),
@@ -180,8 +183,12 @@ def test_the_documented_example_is_a_valid_mapping():
     text = (Path(__file__).resolve().parents[2] / "docs" / "slurm.md").read_text(encoding="utf-8")
     example = text.split("```toml\n", 1)[1].split("```", 1)[0]
     mapping = parse_mapping(example, FILE)
-    assert mapping.pools == {"bare-metal": "bare-metal", "h100": "h100"}
-    assert map_job(mapping, Catalogue.from_document(LIVE), job(account="research")).body["profile"] == "4xgpu"
+    assert mapping.pools == {}  # the partitions are the pools' labels (docs/slurm.md §4.1)
+    live = {**LIVE, "pools": [{**pool, "labels": {"slurm_partition": pool["name"]}} for pool in LIVE["pools"]]}
+    mapped = partitions(mapping, live)
+    assert mapped == Partitions({"bare-metal": "bare-metal", "h100": "h100"}, ())
+    mapping = dataclasses.replace(mapping, pools=mapped.pools)
+    assert map_job(mapping, Catalogue.from_document(live), job(account="research")).body["profile"] == "4xgpu"
 
 
 def test_names_with_dots_are_read_and_named_whole():

@@ -117,13 +117,41 @@ function withoutEmpty(entry) {
   return Object.fromEntries(Object.entries(entry).filter(([, value]) => value !== undefined && value !== ""));
 }
 
+// A pool's label: its key and value, each named by the label's place, and a way to remove it.
+function labelRow(body, key = "", value = "") {
+  const n = body.children.length + 1;
+  const field = (name, label, text) => element("input", { name, "aria-label": `${label} of label ${n}`, value: text,
+    autocomplete: "off", spellcheck: "false", list: name === "label-key" ? "pool-label-keys" : undefined });
+  const remove = element("button", { type: "button", class: "icon-button small danger", "aria-label": `Remove label ${n}` }, "×");
+  const row = element("tr", {}, ...[field("label-key", "Key", key), field("label-value", "Value", value), remove]
+    .map((control) => element("td", {}, control)));
+  remove.addEventListener("click", () => row.remove());
+  body.append(row);
+  return row;
+}
+
+function readLabels(body) {
+  const labels = {};
+  for (const row of body.children) {
+    const key = row.querySelector('[name="label-key"]').value.trim();
+    const value = row.querySelector('[name="label-value"]').value.trim();
+    if (key || value) labels[key] = value;
+  }
+  return Object.keys(labels).length ? labels : undefined;
+}
+
 export async function poolDialog(entry) {
   const dialog = document.getElementById("pool-dialog");
   const form = prepare(dialog, entry ? `Edit pool ${entry.name}` : "Add pool", entry ? "Save" : "Create", entry);
   fillResources(form, entry?.capacity);
+  const body = form.querySelector("[data-labels]");
+  body.replaceChildren();
+  const labels = entry?.labels && typeof entry.labels === "object" ? entry.labels : {};
+  for (const [key, value] of Object.entries(labels)) labelRow(body, key, typeof value === "string" ? value : String(value));
+  form.querySelector("[data-add-label]").onclick = () => labelRow(body).querySelector("input").focus();
   if (!(await ask(dialog))) return null;
   return withoutEmpty({ ...entry, ...names(form), description: form.elements.description.value,
-                        capacity: readResources(form) });
+                        capacity: readResources(form), labels: readLabels(body) });
 }
 
 export async function profileDialog(entry, policies) {

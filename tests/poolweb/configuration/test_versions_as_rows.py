@@ -18,7 +18,8 @@ pytestmark = pytest.mark.django_db
 def orders_and_names() -> dict:
     """Orders that are not name order, connection names, a description, several quota rows."""
     doc = document()
-    doc["pools"][0].update(description="the big one", execution_order=["job", "4xgpu"])
+    doc["pools"][0].update(description="the big one", execution_order=["job", "4xgpu"],
+                           labels={"slurm_partition": "gpu", "rack": "b7"})
     doc["profiles"][1]["connections"] = [{"pool": "a100", "name": "4 × A100"}, {"pool": "h100", "name": "4 × H100"}]
     doc["profiles"][1]["policies"] = ["research", "dev"]
     doc["policies"][1]["quotas"] += [{"scope": "h100", "key": "gpu", "limit": 8}, {"scope": "a100", "key": "gpu",

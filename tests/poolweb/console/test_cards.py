@@ -102,3 +102,16 @@ def test_marks_compare_what_the_cards_show_not_how_the_document_spells_it():
     doc["profiles"][0]["connections"][0]["name"] = "a100"  # the default, written out
     doc["policies"][0]["quotas"][0]["scope"] = "*"
     assert all(card.mark is None for card in (*draft_board(doc, live_cards(), [], []).profiles,))
+
+
+def test_a_pools_labels_show_as_written_and_a_changed_label_marks_the_card():
+    live = document()
+    draft = copy.deepcopy(live)
+    draft["pools"][0]["labels"] = {"slurm_partition": "gpu", "rack": 7}
+    draft["pools"][1]["labels"] = "not an object"
+
+    h100, a100 = board_of(draft).pools
+
+    assert h100.labels == (("rack", "7"), ("slurm_partition", "gpu")) and a100.labels == ()
+    marked = draft_board(draft, document_board(live), [], []).pools[0].mark
+    assert marked == Mark("changed", ("labels",))

@@ -237,3 +237,17 @@ def test_a_queue_page_and_its_rows_read_the_site_row_once_whatever_they_show(pro
         assert sum('"poolweb_sitestate"' in sql for sql in made) == 1, made
         assert sum('"poolweb_configversion"' in sql for sql in made) == 1, made
         assert len(made) <= statements, made
+
+
+def test_a_pools_card_shows_its_labels_and_the_editor_offers_them(alice):
+    labelled = document()
+    labelled["pools"][0]["labels"] = {"slurm_partition": "gpu-h100", "rack": "b7"}
+    config_services.config_provision_document(document=labelled, author=alice)
+
+    page = signed_in(alice).get("/").content.decode()
+
+    card = page[page.index('aria-label="Pool h100"'):page.index('aria-label="Pool a100"')]
+    assert 'aria-label="Labels of h100"' in card
+    assert "<dt>rack</dt><dd>b7</dd>" in card and "<dt>slurm_partition</dt><dd>gpu-h100</dd>" in card
+    assert 'aria-label="Labels of a100"' not in page  # a pool without labels shows none
+    assert "data-add-label" in page and '<option value="slurm_partition">' in page  # the pool dialog's rows

@@ -1,20 +1,23 @@
 """``POST /requests/actions``: heartbeat, release or cancel up to 500 requests in one call, each
 answered as ``POST /requests/{id}/<action>`` would answer it, in item order, with one pass for the
-lot (decision 141)."""
+lot (decisions 141, 136)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
-from poolweb.models import Event, Request as RequestRow
-from poolweb.services import request_batches, requests as services
+from poolweb import sql
+from poolweb.models import Event, Request as RequestRow, RequestChange, UnannouncedChange
+from poolweb.services import requests as services
 from poolweb.sqlite.locks import LockTimeout
 
-from tests.poolweb.conftest import client_for, request_row
+from tests.poolweb.conftest import client_for, request_row, run_together
 
 pytestmark = pytest.mark.django_db
 
@@ -235,23 +238,45 @@ def test_every_envelope_error_is_named_at_once(provisioned, bob):
                                                               "requests[2]"]
 
 
-def test_a_lock_not_free_in_time_ends_the_batch_with_503_and_what_was_done_still_gets_its_pass(
-        provisioned, bob, monkeypatch):
-    done, stuck, untried = running(bob, 3)
-    real = request_batches.request_act
+def test_a_lock_not_free_in_time_ends_the_batch_with_503_and_nothing_done(provisioned, bob, monkeypatch):
+    rows = running(bob, 3)
 
-    def act(**call):
-        if call["request_id"] == stuck.pk:
-            raise LockTimeout("write lock", 10)
-        return real(**call)
+    def busy() -> None:  # the outbox's lock, the last the batch takes, after its rows are written
+        raise LockTimeout("outbox lock", 10)
 
-    monkeypatch.setattr(request_batches, "request_act", act)
+    monkeypatch.setattr(sql, "lock_outbox", busy)
     asked = pass_counter(monkeypatch)
+    seq = Event.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
 
-    items = [{"id": row.pk} for row in (done, stuck, untried)]
-
-    response = client_for(bob).post(URL, {"action": "release", "requests": items}, format="json")
+    response = client_for(bob).post(URL, {"action": "release", "requests": [{"id": r.pk} for r in rows]},
+                                    format="json")
 
     assert (response.status_code, response.json()["code"]) == (503, "busy")  # as one call answers (decision 79)
-    assert states(done, stuck, untried) == ["released", "allocated", "allocated"]
-    assert asked == ["request"]
+    assert states(*rows) == ["allocated"] * 3
+    assert not RequestChange.objects.filter(request__in=rows).exists()
+    assert not UnannouncedChange.objects.exists() and not Event.objects.filter(seq__gt=seq).exists()
+    assert asked == []
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="SQLite has one writer: two batches queue")
+def test_two_batches_releasing_the_same_requests_in_opposite_orders_at_once_both_answer(provisioned, bob,
+                                                                                        monkeypatch):
+    rows = running(bob, 40)
+    asked = pass_counter(monkeypatch)
+    answers: list[list[dict]] = []
+
+    def batch(order: list[RequestRow]) -> Callable[[], None]:
+        def send_it() -> None:
+            try:
+                answers.append(send(bob, "release", [{"id": r.pk} for r in order]))
+            finally:
+                connection.close()
+        return send_it
+
+    run_together(batch(rows), batch(rows[::-1]))  # each item's lock in item order would deadlock them
+
+    assert len(answers) == 2 and all(r["status"] == 200 for answer in answers for r in answer)
+    assert states(*rows) == ["released"] * 40
+    assert RequestChange.objects.filter(request__in=rows, state="released").count() == 40  # released once each
+    assert asked

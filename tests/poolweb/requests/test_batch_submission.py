@@ -3,13 +3,17 @@ would answer it, in item order, with one pass for the lot (decision 132)."""
 
 from __future__ import annotations
 
+import json
+import threading
+
 import pytest
 from django.contrib.auth.models import Permission, User
+from django.db import connection
 
-from poolweb.models import Request as RequestRow
-from poolweb.services import requests as services
+from poolweb.models import Event, Request as RequestRow, RequestChange
+from poolweb.services import request_batches, requests as services
 
-from tests.poolweb.conftest import client_for, request_row
+from tests.poolweb.conftest import client_for, request_row, run_together
 
 pytestmark = pytest.mark.django_db
 
@@ -118,6 +122,81 @@ def test_items_for_others_without_the_permission_are_403_and_the_others_go_throu
 
     assert [r["status"] for r in results] == [403, 201]
     assert "poolweb.submit_for_others" in results[0]["detail"]
+
+
+def no_passes(monkeypatch) -> None:
+    """The pass a batch asks for is not run: the events are the batch's own."""
+    monkeypatch.setattr(services, "reconcile_soon", lambda trigger: False)
+
+
+def announced_since(seq: int) -> list[int]:
+    """The requests of the ``request.updated`` events after ``seq``, in seq order."""
+    return [json.loads(data)["id"] for data in Event.objects.filter(seq__gt=seq, type="request.updated")
+            .order_by("seq").values_list("data", flat=True)]
+
+
+def last_seq() -> int:
+    return Event.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
+
+
+def test_items_refused_between_good_ones_leave_them_as_their_single_calls_would_and_send_nothing(
+        provisioned, bridge, bob, monkeypatch):
+    no_passes(monkeypatch)
+    seq = last_seq()
+    items = [job(0), job(1, profile="nope"), job(2), job(3, policy="research"), job(4), job(5, owner="nobody"),
+             job(6, idempotency_key="")]
+
+    results = send(bridge, items)
+
+    assert [r["status"] for r in results] == [201, 400, 201, 403, 201, 400, 400]
+    stored = RequestRow.objects.order_by("id")
+    assert [(r.name, r.state, r.owner.username, r.submitted_by, r.idempotency_key) for r in stored] == [
+        (f"job-{n}", "pending", "bob", "bridge", f"slurm:c1:{n}") for n in (0, 2, 4)]
+    assert [r["request"]["id"] for r in results if r["status"] == 201] == [r.pk for r in stored]
+    assert announced_since(seq) == [r.pk for r in stored]  # one event each, none for a refused item
+    assert [c.request_id for c in RequestChange.objects.order_by("id")] == [r.pk for r in stored]
+
+
+def test_a_key_another_call_took_after_the_batch_read_its_keys_returns_that_request_and_stores_the_rest(
+        provisioned, bridge, bob, monkeypatch):
+    no_passes(monkeypatch)
+    taken = send(bridge, [job(2)])[0]["request"]["id"]
+    monkeypatch.setattr(request_batches, "requests_by_idempotency_keys", lambda **_: {})  # read before it
+    seq = last_seq()
+
+    results = send(bridge, [job(1), job(2, name="late"), job(3)])
+
+    assert [r["status"] for r in results] == [201, 200, 201]
+    assert results[1]["request"]["id"] == taken and results[1]["request"]["name"] == "job-2"
+    new = [results[0]["request"]["id"], results[2]["request"]["id"]]
+    assert sorted(RequestRow.objects.values_list("id", flat=True)) == sorted([taken, *new])
+    assert announced_since(seq) == new  # nothing for the row its savepoint rolled back
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="SQLite has one writer: two batches queue")
+def test_two_batches_with_the_same_keys_at_once_store_each_key_once(provisioned, bridge, bob, monkeypatch):
+    no_passes(monkeypatch)
+    items = [job(n) for n in range(60)]
+    answers: list[list[dict]] = []
+    lock = threading.Lock()
+
+    def batch() -> None:
+        try:
+            results = send(bridge, items)
+            with lock:
+                answers.append(results)
+        finally:
+            connection.close()
+
+    run_together(batch, batch)
+
+    assert len(answers) == 2
+    first, second = answers
+    assert [r["request"]["id"] for r in first] == [r["request"]["id"] for r in second]
+    assert all(sorted((a["status"], b["status"])) == [200, 201] for a, b in zip(first, second))
+    assert RequestRow.objects.count() == 60
+    assert sorted(announced_since(0)) == sorted(r["request"]["id"] for r in first)  # one event each
 
 
 def test_an_empty_batch_is_an_empty_answer(provisioned, bob):

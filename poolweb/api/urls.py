@@ -13,4 +13,5 @@ urlpatterns = [
     path("", include("poolweb.api.tokens")),
     path("", include("poolweb.api.health")),
     path("", include("poolweb.api.me")),
+    path("", include("poolweb.api.usage")),
 ]

@@ -43,7 +43,7 @@ API_MD_OPERATIONS = [
     ("POST", "/requests"), ("POST", "/requests/batch"), ("POST", "/requests/actions"), ("GET", "/requests"),
     ("GET", "/requests/{id}"),
     ("POST", "/requests/{id}/heartbeat"), ("POST", "/requests/{id}/release"), ("POST", "/requests/{id}/cancel"),
-    ("GET", "/pools"), ("GET", "/pools/{name}/queue"), ("GET", "/pools/{name}/running"), ("GET", "/policies"),
+    ("GET", "/pools"), ("GET", "/pools/{name}/queue"), ("GET", "/pools/{name}/running"), ("GET", "/policies"), ("GET", "/usage"),
     ("GET", "/requests/{id}/history"), ("GET", "/health"),
     ("GET", "/tokens"), ("POST", "/tokens"), ("DELETE", "/tokens/{id}"),
 ]

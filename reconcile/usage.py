@@ -73,6 +73,9 @@ class Reservation(NamedTuple):
     idle: int
 
 
+EMPTY_RESERVATION = Reservation(0, 0)
+
+
 @dataclass
 class KeySeconds:
     """What ``key_seconds`` found: a ``Split`` per ``Held`` (in the order given) and a
@@ -136,7 +139,9 @@ class _Sweep:
         self.units: dict[int, dict[str, int]] = {}  # index → borrowed milli-units per metered key
         self.since_: dict[int, int] = {}  # index → when its units last changed
         self.usage: dict[tuple[str, str], int] = {}  # (pool, key) → milli-units held
+        self.metered: dict[tuple[str, str], int] = {}  # (pool or *, key) → of them on pools that meter the key
         self.terms: TermsCache = TermsCache(EMPTY)
+        self.reserved: list[tuple[tuple[str, str, str], int]] = []  # the policy's rows: (policy, scope, key), amount
 
     def run(self, eras: list[Era], since: int, until: int) -> None:
         changes: list[tuple[int, int, int]] = []  # (second, 0 leave / 1 arrive / 2 new era, index)
@@ -156,10 +161,26 @@ class _Sweep:
             elif kind == 1:
                 self._arrive(index, second)
             else:
-                self.terms = TermsCache(eras[index].config)
+                self._configure(eras[index].config)
                 self._walk(second)
         if until > now:
             self._idle(now, until)
+
+    def _configure(self, config: Config) -> None:
+        self.terms = TermsCache(config)
+        policy = config.policy.get(self.policy)
+        self.reserved = [((self.policy, q.scope, q.key), q.reserved) for q in policy.quotas
+                         if q.reserved] if policy is not None else []
+        self.metered = {}
+        for (pool, key), amount in self.usage.items():
+            self._count(pool, key, amount)
+
+    def _count(self, pool: str, key: str, amount: int) -> None:
+        """Add ``amount`` of ``key`` on ``pool`` to the metered usage at the pool and at ``*``."""
+        found = self.terms.config.pool.get(pool)
+        if found is not None and key in found.capacity:
+            self.metered[pool, key] = self.metered.get((pool, key), 0) + amount
+            self.metered[ALL_POOLS, key] = self.metered.get((ALL_POOLS, key), 0) + amount
 
     def _arrive(self, index: int, second: int) -> None:
         h = self.held[index]
@@ -167,6 +188,7 @@ class _Sweep:
         self.order.insert(bisect.bisect(self.order, entry), entry)
         for key, amount in h.resources.items():
             self.usage[h.pool, key] = self.usage.get((h.pool, key), 0) + amount
+            self._count(h.pool, key, amount)
         self.since_[index] = second
         if self.order[-1] is entry:
             self.units[index] = self._last_units(h)
@@ -182,6 +204,7 @@ class _Sweep:
         del self.units[index], self.since_[index]
         for key, amount in h.resources.items():
             self.usage[h.pool, key] -= amount
+            self._count(h.pool, key, -amount)
         if not last and any(any(units.values()) for units in self.units.values()):
             self._walk(second)
 
@@ -197,18 +220,11 @@ class _Sweep:
                 continue
             most = 0
             for scope, reserved in key_terms.reserved:
-                excess = self._metered(scope, key) - reserved  # this allocation included
+                excess = self.metered.get((scope, key), 0) - reserved  # this allocation included
                 if excess > most:
                     most = min(excess, amount)
             units[key] = most
         return units
-
-    def _metered(self, scope: str, key: str) -> int:
-        """The policy's live milli-units of ``key`` at ``scope``, on pools that meter it."""
-        pools = self.terms.config.pool
-        if scope != ALL_POOLS:
-            return self.usage.get((scope, key), 0) if scope in pools and key in pools[scope].capacity else 0
-        return sum(self.usage.get((name, key), 0) for name, pool in pools.items() if key in pool.capacity)
 
     def _walk(self, second: int) -> None:
         """Every live allocation's units again, settling those that change."""
@@ -235,19 +251,13 @@ class _Sweep:
         self.since_[index] = second
 
     def _idle(self, start: int, stop: int) -> None:
-        """Each reservation row of the policy, reserved and idle from ``start`` to ``stop``."""
-        policy = self.terms.config.policy.get(self.policy)
-        if policy is None:
-            return
+        """Each reservation row of the policy, reserved and idle from ``start`` to ``stop``: the
+        reserved amount less the policy's usage of the key at the row's scope, on pools that meter it."""
         seconds = stop - start
-        for quota in policy.quotas:
-            if not quota.reserved:
-                continue
-            row = (self.policy, quota.scope, quota.key)
-            idle = max(0, quota.reserved - self._metered(quota.scope, quota.key))
-            before = self.reservations.get(row, Reservation(0, 0))
-            self.reservations[row] = Reservation(before.reserved + quota.reserved * seconds,
-                                                 before.idle + idle * seconds)
+        for row, reserved in self.reserved:
+            idle = max(0, reserved - self.metered.get(row[1:], 0))
+            before = self.reservations.get(row, EMPTY_RESERVATION)
+            self.reservations[row] = Reservation(before.reserved + reserved * seconds, before.idle + idle * seconds)
 
 
 def totals(found: Iterable[Split]) -> Split:

@@ -74,7 +74,7 @@ def usage_report(*, user, since: datetime, until: datetime, by: str, now: dateti
     """The report of ``[since, until)`` as ``user`` may see it; nothing after ``now`` is counted."""
     counted_until = max(since, min(until, now))
     start, stop = _epoch(since), _epoch(counted_until)
-    intervals = allocation_intervals(start, stop, since, counted_until)
+    intervals = allocation_intervals(since, counted_until)
     decoded: dict[str, Mapping[str, int]] = {}
     held = [Held(i.request, i.policy, i.profile, i.owner, i.pool,
                  decoded.get(i.resources) or decoded.setdefault(i.resources, orjson.loads(i.resources)),

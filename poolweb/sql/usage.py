@@ -33,30 +33,32 @@ class Interval(NamedTuple):
 
 
 def _epoch(expression: str) -> str:
+    # date_part is a double; EXTRACT's numeric cost PostgreSQL a third of the query at 2×10^5 rows.
     if connection.vendor == "postgresql":
-        return f"FLOOR(EXTRACT(EPOCH FROM {expression}))::bigint"
+        return f"FLOOR(date_part('epoch', {expression}))::bigint"
     return f"CAST(strftime('%%s', {expression}) AS INTEGER)"
 
 
-def allocation_intervals(since_epoch: int, until_epoch: int, since, until) -> list[Interval]:
-    """Allocations that overlap ``[since, until)``; ``since``/``until`` are the same instants as
-    datetimes (compared with the stored columns), ``*_epoch`` as whole seconds."""
+def allocation_intervals(since, until) -> list[Interval]:
+    """Allocations that overlap ``[since, until)`` (datetimes; whole seconds, as the report
+    counts them): the stored times are compared, then cut to the second."""
+    since_epoch = int(since.timestamp() // 1)
     quote = connection.ops.quote_name
     changes, requests = quote(RequestChange._meta.db_table), quote(RequestRow._meta.db_table)
     resources = "r.resources::text" if connection.vendor == "postgresql" else "r.resources"
     query = f"""
-        SELECT s.request_id, r.policy, r.profile, r.owner_id, s.pool, {resources}, s.start, s.stop
+        SELECT s.request_id, r.policy, r.profile, r.owner_id, s.pool, {resources}, {_epoch("s.at")}, {_epoch("s.stop")}
         FROM (
-            SELECT c.request_id, c.state, c.pool, {_epoch("c.at")} AS start,
-                   CASE WHEN LEAD(c.state) OVER w = 'preempting' THEN {_epoch("LEAD(c.at, 2) OVER w")}
-                        ELSE {_epoch("LEAD(c.at) OVER w")} END AS stop
+            SELECT c.request_id, c.state, c.pool, c.at,
+                   CASE WHEN LEAD(c.state) OVER w = 'preempting' THEN LEAD(c.at, 2) OVER w ELSE LEAD(c.at) OVER w END
+                   AS stop
             FROM {changes} c
             WHERE c.request_id IN (SELECT id FROM {requests}
                                    WHERE submitted_at < %s AND (finished_at IS NULL OR finished_at >= %s))
             WINDOW w AS (PARTITION BY c.request_id ORDER BY c.id)
         ) s JOIN {requests} r ON r.id = s.request_id
-        WHERE s.state = 'allocated' AND s.start < %s AND (s.stop IS NULL OR s.stop > %s)
+        WHERE s.state = 'allocated' AND s.at < %s AND (s.stop IS NULL OR s.stop >= %s)
     """
     with connection.cursor() as cursor:
-        cursor.execute(query, [until, since, until_epoch, since_epoch])
-        return [Interval(*row) for row in cursor.fetchall()]
+        cursor.execute(query, [until, since, until, since])
+        return [Interval(*row) for row in cursor.fetchall() if row[7] is None or row[7] > since_epoch]

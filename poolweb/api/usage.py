@@ -70,17 +70,7 @@ class CSVRenderer(BaseRenderer):
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
-        if isinstance(data, dict) and "rows" in data and "by" in data:
-            return report_csv(data).encode()
-        # An error: its fields as rows, so a CSV reader still learns what was wrong.
-        out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\r\n")
-        writer.writerow(["path", "code", "message"])
-        for error in (data or {}).get("errors", []):
-            writer.writerow([error["path"], error["code"], error["message"]])
-        if "detail" in (data or {}):
-            writer.writerow(["", "", data["detail"]])
-        return out.getvalue().encode()
+        return report_csv(data).encode()
 
 
 class UsageRowSchema(serializers.Serializer):
@@ -116,9 +106,14 @@ class UsageView(APIView):
         try:
             return super().perform_content_negotiation(request, force)
         except Http404:  # ?format= names no renderer: the caller's input, not a missing page
-            request.accepted_renderer, request.accepted_media_type = JSONRenderer(), "application/json"
             raise exceptions.ValidationError({"format": [exceptions.ErrorDetail("format must be json or csv",
                                                                                 "invalid_choice")]})
+
+    def handle_exception(self, exc):
+        """Every error in JSON, whatever was asked for (api.md §0), so a client reads why."""
+        response = super().handle_exception(exc)
+        self.request.accepted_renderer, self.request.accepted_media_type = JSONRenderer(), "application/json"
+        return response
 
     @extend_schema(tags=["live"], operation_id="usage_retrieve", parameters=PARAMETERS,
                    responses={(200, "application/json"): UsageSchema, (200, "text/csv"): OpenApiTypes.STR,

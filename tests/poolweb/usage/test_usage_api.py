@@ -118,11 +118,11 @@ def test_bad_input_is_a_400_naming_the_field(alice, params, field):
     assert [error["path"] for error in response.json()["errors"]] == [field]
 
 
-def test_a_bad_field_in_csv_is_a_400_in_csv(alice):
-    response = client_for(alice).get("/api/v1/usage", {"by": "team"}, HTTP_ACCEPT="text/csv")
+def test_an_error_is_json_even_when_csv_was_asked_for(alice):
+    response = client_for(alice).get("/api/v1/usage", {"by": "team", "format": "csv"})
 
-    assert response.status_code == 400
-    assert response.content.decode().splitlines()[1].startswith("by,invalid_choice,")
+    assert response.status_code == 400 and response["Content-Type"] == "application/json"
+    assert response.json()["errors"][0]["path"] == "by"
 
 
 def test_anonymous_callers_are_refused(day):

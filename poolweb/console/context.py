@@ -18,6 +18,7 @@ NAVIGATION = (
     ("Configuration", "/", False),
     ("Queues", "/queues/", False),
     ("Policies", "/policies/", False),
+    ("Usage", "/usage/", False),
     ("Requests", "/requests/", False),
     ("Versions", "/versions/", True),
     ("Tokens", "/account/tokens/", False),

@@ -17,8 +17,8 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from poolweb.api.usage import report_data
 from poolweb.selectors.usage import DAY, GROUPINGS, UsageAskInvalid, parse_ask, usage_report
+from poolweb.services.usage_data import report_data
 
 WIDTH, HEIGHT = 960, 260  # the chart's viewBox
 LEFT, BOTTOM, TOP = 56, 28, 12  # room for the axes' labels

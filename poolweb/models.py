@@ -355,3 +355,17 @@ class HistogramTotal(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["family", "label"], name="one_histogram_per_label")]
+
+
+class UsageDay(models.Model):
+    """One closed UTC day of usage (docs/usage.md §3), as ``selectors.usage`` computed it from the
+    history: key-seconds per policy, profile, pool and (owner, policy), each reservation's idle
+    part and the GPU-seconds per policy and hour, as JSON. A day is kept once it ended long enough
+    ago that no change of it can still commit; a month's report then adds 30 of these instead of
+    sweeping 10^6 history rows (decision 163). ``method`` is the computation's version: rows of an
+    older one are computed again."""
+
+    day = models.DateField(unique=True)
+    method = models.PositiveSmallIntegerField()
+    data = models.JSONField()
+    computed_at = models.DateTimeField(default=timezone.now)

@@ -22,7 +22,7 @@ Split(used={'gpu': 21600000, 'step_run': 3600000}, in_share={'gpu': 14400000}, b
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -258,15 +258,3 @@ class _Sweep:
             idle = max(0, reserved - self.metered.get(row[1:], 0))
             before = self.reservations.get(row, EMPTY_RESERVATION)
             self.reservations[row] = Reservation(before.reserved + reserved * seconds, before.idle + idle * seconds)
-
-
-def totals(found: Iterable[Split]) -> Split:
-    """The sum of several splits."""
-    used: dict[str, int] = {}
-    in_share: dict[str, int] = {}
-    borrowed: dict[str, int] = {}
-    for split in found:
-        for into, part in ((used, split.used), (in_share, split.in_share), (borrowed, split.borrowed)):
-            for key, value in part.items():
-                into[key] = into.get(key, 0) + value
-    return Split(used, in_share, borrowed)

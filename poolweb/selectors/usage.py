@@ -18,11 +18,11 @@ from datetime import datetime, timedelta, timezone
 import orjson
 from django.contrib.auth import get_user_model
 
-from poolweb.models import ConfigVersion
+from poolweb.models import ConfigVersion, UsageDay
 from poolweb.selectors.requests import Audience, audience_of
 from poolweb.selectors.versions import engine_version
 from poolweb.sql.usage import allocation_intervals
-from reconcile.usage import Era, Held, Reservation, Split, key_seconds, totals
+from reconcile.usage import Era, Held, Split, key_seconds
 
 GROUPINGS = ("policy", "profile", "pool", "user")
 HOUR, DAY = 3600, 86400
@@ -74,22 +74,142 @@ def usage_report(*, user, since: datetime, until: datetime, by: str, now: dateti
     """The report of ``[since, until)`` as ``user`` may see it; nothing after ``now`` is counted."""
     counted_until = max(since, min(until, now))
     start, stop = _epoch(since), _epoch(counted_until)
-    intervals = allocation_intervals(since, counted_until)
-    decoded: dict[str, Mapping[str, int]] = {}
-    held = [Held(i.request, i.policy, i.profile, i.owner, i.pool,
-                 decoded.get(i.resources) or decoded.setdefault(i.resources, orjson.loads(i.resources)),
-                 i.start, i.start, stop if i.stop is None else i.stop) for i in intervals]
-    found = key_seconds(held, _eras(since, counted_until), since=start, until=stop)
-    rows = _grouped(held, found.held, by, audience_of(user) if by == "user" else None)
+    piece = merged(_pieces(start, stop, _epoch(now)))
     size = HOUR if (until - since).total_seconds() <= HOURLY_UP_TO else DAY
     buckets = _bucket_starts(start, stop, size)
-    return UsageReport(since, until, counted_until, by, rows, _reservation_rows(found.reservations), size,
-                       [datetime.fromtimestamp(b, timezone.utc) for b in buckets],
-                       _series(held, buckets, stop))
+    return UsageReport(since, until, counted_until, by, _rows(piece, by, audience_of(user) if by == "user" else None),
+                       _reservation_rows(piece.reservations), size,
+                       [datetime.fromtimestamp(b, timezone.utc) for b in buckets], _series(piece, buckets))
 
 
 def _epoch(moment: datetime) -> int:
     return int(moment.timestamp() // 1)
+
+
+# --- pieces of a period: closed days kept, the rest computed -------------------------------------------
+
+METHOD = 1  # UsageDay.method: raise it when what a day holds or how it is computed changes
+SETTLE = 15 * 60  # a day is kept once it ended this long ago: a change made before its end has committed
+
+
+@dataclass
+class Piece:
+    """Key-seconds of part of a period, summed as far as any report needs: ``groups[by]`` maps
+    (group, key) — for ``user`` (owner id, policy, key) — to [used, in share, borrowed];
+    ``reservations`` (policy, scope, key) to [reserved, idle]; ``hours`` (policy, hour) to the
+    GPU milli-unit-seconds held in that hour (epoch seconds of its start)."""
+
+    groups: dict[str, dict[tuple, list[int]]]
+    reservations: dict[tuple, list[int]]
+    hours: dict[tuple, int]
+
+    @classmethod
+    def empty(cls) -> Piece:
+        return cls({by: {} for by in GROUPINGS}, {}, {})
+
+    def to_json(self) -> dict:
+        return {"groups": {by: [[*group, *figures] for group, figures in found.items()]
+                           for by, found in self.groups.items()},
+                "reservations": [[*row, *figures] for row, figures in self.reservations.items()],
+                "hours": [[*hour, gpu] for hour, gpu in self.hours.items()]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Piece:
+        width = {by: 3 if by == "user" else 2 for by in GROUPINGS}
+        return cls({by: {tuple(row[:width[by]]): row[width[by]:] for row in data["groups"][by]} for by in GROUPINGS},
+                   {tuple(row[:3]): row[3:] for row in data["reservations"]},
+                   {(row[0], row[1]): row[2] for row in data["hours"]})
+
+
+def merged(pieces: list[Piece]) -> Piece:
+    total = Piece.empty()
+    for piece in pieces:
+        for by, found in piece.groups.items():
+            into = total.groups[by]
+            for group, figures in found.items():
+                before = into.get(group)
+                into[group] = list(figures) if before is None else [a + b for a, b in zip(before, figures)]
+        for row, figures in piece.reservations.items():
+            before = total.reservations.get(row)
+            total.reservations[row] = list(figures) if before is None else [a + b for a, b in zip(before, figures)]
+        for hour, gpu in piece.hours.items():
+            total.hours[hour] = total.hours.get(hour, 0) + gpu
+    return total
+
+
+def _pieces(start: int, stop: int, now: int) -> list[Piece]:
+    """The closed days within ``[start, stop)`` from UsageDay (computed and kept when missing),
+    and the parts before the first and after the last computed from the history."""
+    first = -(-start // DAY) * DAY
+    last = min(stop, now - SETTLE) // DAY * DAY
+    if first >= last:
+        return [_computed([(start, stop)])[0]] if stop > start else []
+    days = [day for day in range(first, last, DAY)]
+    kept = {_epoch(datetime.combine(row.day, datetime.min.time(), timezone.utc)): Piece.from_json(row.data)
+            for row in UsageDay.objects.filter(day__gte=_date(first), day__lt=_date(last), method=METHOD)}
+    missing = [day for day in days if day not in kept]
+    if missing:
+        made = _computed([(day, day + DAY) for day in missing])
+        UsageDay.objects.filter(day__in=[_date(day) for day in missing]).delete()  # of an older method
+        UsageDay.objects.bulk_create([UsageDay(day=_date(day), method=METHOD, data=piece.to_json())
+                                      for day, piece in zip(missing, made)], ignore_conflicts=True)
+        kept.update(zip(missing, made))
+    ends = [(a, b) for a, b in ((start, first), (last, stop)) if b > a]
+    return [kept[day] for day in days] + _computed(ends)
+
+
+def _date(epoch: int):
+    return datetime.fromtimestamp(epoch, timezone.utc).date()
+
+
+def _computed(windows: list[tuple[int, int]]) -> list[Piece]:
+    """A piece per window (in start order), from one read of the history that spans them all."""
+    if not windows:
+        return []
+    since = datetime.fromtimestamp(windows[0][0], timezone.utc)
+    until = datetime.fromtimestamp(windows[-1][1], timezone.utc)
+    decoded: dict[str, Mapping[str, int]] = {}
+    stop_all = windows[-1][1]
+    held = [Held(i.request, i.policy, i.profile, i.owner, i.pool,
+                 decoded.get(i.resources) or decoded.setdefault(i.resources, orjson.loads(i.resources)),
+                 i.start, i.start, stop_all if i.stop is None else i.stop)
+            for i in allocation_intervals(since, until)]
+    held.sort(key=lambda h: h.start)
+    eras = _eras(since, until)
+    pieces = []
+    starts = [h.start for h in held]
+    for start, stop in windows:
+        within = [h for h in held[:bisect.bisect_left(starts, stop)] if h.stop > start]
+        found = key_seconds(within, eras, since=start, until=stop)
+        piece = _piece(within, found.held, start, stop)
+        piece.reservations = {row: [r.reserved, r.idle] for row, r in found.reservations.items()}
+        pieces.append(piece)
+    return pieces
+
+
+def _piece(held: list[Held], splits: list[Split], start: int, stop: int) -> Piece:
+    piece = Piece.empty()
+    groups = piece.groups
+    for h, split in zip(held, splits):
+        for by, group in (("policy", (h.policy,)), ("profile", (h.profile,)), ("pool", (h.pool,)),
+                          ("user", (h.owner, h.policy))):
+            into = groups[by]
+            for key, used in split.used.items():
+                figures = into.get((*group, key))
+                if figures is None:
+                    figures = into[(*group, key)] = [0, 0, 0]
+                figures[0] += used
+                figures[1] += split.in_share.get(key, 0)
+                figures[2] += split.borrowed.get(key, 0)
+        amount = h.resources.get(CHART_KEY)
+        if amount:
+            begin, end = max(h.start, start), min(h.stop, stop)
+            while begin < end:
+                hour = begin // HOUR * HOUR
+                upper = min(end, hour + HOUR)
+                piece.hours[(h.policy, hour)] = piece.hours.get((h.policy, hour), 0) + amount * (upper - begin)
+                begin = upper
+    return piece
 
 
 def _eras(since: datetime, until: datetime) -> list[Era]:
@@ -101,30 +221,26 @@ def _eras(since: datetime, until: datetime) -> list[Era]:
     return [Era(_epoch(v.created_at), engine_version(v).config) for v in versions]
 
 
-def _grouped(held: list[Held], splits: list[Split], by: str, audience: Audience | None) -> list[UsageRow]:
-    groups: dict[str | int | None, list[Split]] = {}
-    for h, split in zip(held, splits):
+def _rows(piece: Piece, by: str, audience: Audience | None) -> list[UsageRow]:
+    found: dict[tuple, list[int]] = {}
+    for group, figures in piece.groups[by].items():
         if by == "user":
-            group = h.owner if audience is None or audience.sees_details(h.owner, h.policy) else None
-        else:
-            group = getattr(h, by)
-        groups.setdefault(group, []).append(split)
+            owner, policy, key = group
+            group = (owner if audience is None or audience.sees_details(owner, policy) else None, key)
+        before = found.get(group)
+        found[group] = list(figures) if before is None else [a + b for a, b in zip(before, figures)]
     names: dict[int, str] = {}
     if by == "user":
-        ids = [g for g in groups if g is not None]
+        ids = {owner for owner, _ in found if owner is not None}
         names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
-    rows = []
-    for group, parts in groups.items():
-        total = totals(parts)
-        label = names.get(group, str(group)) if by == "user" and group is not None else group
-        for key in total.used:
-            rows.append(UsageRow(label, key, total.used[key], total.in_share.get(key, 0), total.borrowed.get(key, 0)))
+    rows = [UsageRow(names.get(group, str(group)) if by == "user" and group is not None else group, key, *figures)
+            for (group, key), figures in found.items()]
     rows.sort(key=lambda row: (key_order(row.key), row.group is None, row.group or ""))
     return rows
 
 
-def _reservation_rows(found: Mapping[tuple[str, str, str], Reservation]) -> list[ReservationRow]:
-    rows = [ReservationRow(policy, scope, key, r.reserved, r.idle) for (policy, scope, key), r in found.items()]
+def _reservation_rows(found: Mapping[tuple, list[int]]) -> list[ReservationRow]:
+    rows = [ReservationRow(policy, scope, key, *figures) for (policy, scope, key), figures in found.items()]
     rows.sort(key=lambda row: (row.policy, key_order(row.key), row.scope))
     return rows
 
@@ -139,21 +255,13 @@ def _bucket_starts(start: int, stop: int, size: int) -> list[int]:
     return found
 
 
-def _series(held: list[Held], buckets: list[int], stop: int) -> dict[str, list[int]]:
-    """GPU milli-unit-seconds held per policy in each bucket."""
+def _series(piece: Piece, buckets: list[int]) -> dict[str, list[int]]:
+    """GPU milli-unit-seconds held per policy in each bucket (an hour counts in the bucket it starts
+    in; the first bucket takes the hour ``since`` falls in)."""
     series: dict[str, list[int]] = {}
-    edges = buckets + [stop]
-    for h in held:
-        amount = h.resources.get(CHART_KEY)
-        if not amount:
-            continue
-        line = series.setdefault(h.policy, [0] * len(buckets))
-        begin, end = max(h.start, buckets[0]), min(h.stop, stop)
-        index = bisect.bisect_right(buckets, begin) - 1
-        while begin < end:
-            upper = min(end, edges[index + 1])
-            line[index] += amount * (upper - begin)
-            begin, index = upper, index + 1
+    for (policy, hour), gpu in sorted(piece.hours.items()):
+        line = series.setdefault(policy, [0] * len(buckets))
+        line[max(0, bisect.bisect_right(buckets, hour) - 1)] += gpu
     return dict(sorted(series.items()))
 
 

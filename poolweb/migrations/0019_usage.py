@@ -1,0 +1,22 @@
+from django.db import migrations, models
+import django.utils.timezone
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('poolweb', '0016_totals'),
+    ]
+
+    operations = [
+        migrations.CreateModel(
+            name='UsageDay',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('day', models.DateField(unique=True)),
+                ('method', models.PositiveSmallIntegerField()),
+                ('data', models.JSONField()),
+                ('computed_at', models.DateTimeField(default=django.utils.timezone.now)),
+            ],
+        ),
+    ]

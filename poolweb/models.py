@@ -358,14 +358,19 @@ class HistogramTotal(models.Model):
 
 
 class UsageDay(models.Model):
-    """One closed UTC day of usage (docs/usage.md §3), as ``selectors.usage`` computed it from the
-    history: key-seconds per policy, profile, pool and (owner, policy), each reservation's idle
-    part and the GPU-seconds per policy and hour, as JSON. A day is kept once it ended long enough
-    ago that no change of it can still commit; a month's report then adds 30 of these instead of
-    sweeping 10^6 history rows (decision 163). ``method`` is the computation's version: rows of an
-    older one are computed again."""
+    """One part of one closed UTC day of usage (docs/usage.md §3), as ``selectors.usage`` computed
+    it from the history: ``part`` is a grouping (``policy``, ``profile``, ``pool``, ``user``, or
+    ``team``: by owner and policy), ``reservations`` (each one's idle part) or ``hours`` (GPU-seconds
+    per policy and hour); ``data`` its rows. A day is kept once it ended long enough ago that no
+    change of it can still commit; a month's report then reads 30 days' rows of the parts it shows
+    instead of sweeping 10^6 history rows (decision 163). ``method`` is the computation's version:
+    an older one's days are computed again."""
 
-    day = models.DateField(unique=True)
+    day = models.DateField()
+    part = models.CharField(max_length=16)
     method = models.PositiveSmallIntegerField()
     data = models.JSONField()
     computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["day", "part"], name="one_usage_day_part")]

@@ -74,10 +74,12 @@ def usage_report(*, user, since: datetime, until: datetime, by: str, now: dateti
     """The report of ``[since, until)`` as ``user`` may see it; nothing after ``now`` is counted."""
     counted_until = max(since, min(until, now))
     start, stop = _epoch(since), _epoch(counted_until)
-    piece = merged(_pieces(start, stop, _epoch(now)))
+    audience = audience_of(user) if by == "user" and not user.is_staff else None
+    grouping = TEAM if audience is not None else by
+    piece = merged(_pieces(start, stop, _epoch(now), (grouping, RESERVATIONS, HOURS)))
     size = HOUR if (until - since).total_seconds() <= HOURLY_UP_TO else DAY
     buckets = _bucket_starts(start, stop, size)
-    return UsageReport(since, until, counted_until, by, _rows(piece, by, audience_of(user) if by == "user" else None),
+    return UsageReport(since, until, counted_until, by, _rows(piece, grouping, audience),
                        _reservation_rows(piece.reservations), size,
                        [datetime.fromtimestamp(b, timezone.utc) for b in buckets], _series(piece, buckets))
 
@@ -90,69 +92,73 @@ def _epoch(moment: datetime) -> int:
 
 METHOD = 1  # UsageDay.method: raise it when what a day holds or how it is computed changes
 SETTLE = 15 * 60  # a day is kept once it ended this long ago: a change made before its end has committed
+TEAM, RESERVATIONS, HOURS = "team", "reservations", "hours"
+GROUPS = (*GROUPINGS, TEAM)  # team: by owner and policy, for a member's view by user
+PARTS = (*GROUPS, RESERVATIONS, HOURS)  # what a kept day holds, a UsageDay row each
+WIDTH = {"policy": 2, "profile": 2, "pool": 2, "user": 2, TEAM: 3, RESERVATIONS: 3, HOURS: 2}  # key columns
 
 
 @dataclass
 class Piece:
     """Key-seconds of part of a period, summed as far as any report needs: ``groups[by]`` maps
-    (group, key) — for ``user`` (owner id, policy, key) — to [used, in share, borrowed];
-    ``reservations`` (policy, scope, key) to [reserved, idle]; ``hours`` (policy, hour) to the
-    GPU milli-unit-seconds held in that hour (epoch seconds of its start)."""
+    (group, key) — for ``team`` (owner id, policy, key) — to [used, in share, borrowed];
+    ``reservations`` (policy, scope, key) to [reserved, idle]; ``hours`` (policy, hour) to
+    [the GPU milli-unit-seconds held in that hour] (the hour's start in epoch seconds)."""
 
     groups: dict[str, dict[tuple, list[int]]]
     reservations: dict[tuple, list[int]]
-    hours: dict[tuple, int]
+    hours: dict[tuple, list[int]]
 
     @classmethod
     def empty(cls) -> Piece:
-        return cls({by: {} for by in GROUPINGS}, {}, {})
+        return cls({by: {} for by in GROUPS}, {}, {})
 
-    def to_json(self) -> dict:
-        return {"groups": {by: [[*group, *figures] for group, figures in found.items()]
-                           for by, found in self.groups.items()},
-                "reservations": [[*row, *figures] for row, figures in self.reservations.items()],
-                "hours": [[*hour, gpu] for hour, gpu in self.hours.items()]}
+    def part(self, name: str) -> dict[tuple, list[int]]:
+        return self.reservations if name == RESERVATIONS else self.hours if name == HOURS else self.groups[name]
+
+    def to_parts(self) -> dict[str, list[list]]:
+        return {name: [[*row, *figures] for row, figures in self.part(name).items()] for name in PARTS}
 
     @classmethod
-    def from_json(cls, data: dict) -> Piece:
-        width = {by: 3 if by == "user" else 2 for by in GROUPINGS}
-        return cls({by: {tuple(row[:width[by]]): row[width[by]:] for row in data["groups"][by]} for by in GROUPINGS},
-                   {tuple(row[:3]): row[3:] for row in data["reservations"]},
-                   {(row[0], row[1]): row[2] for row in data["hours"]})
+    def from_parts(cls, parts: dict[str, list[list]]) -> Piece:
+        piece = cls.empty()
+        for name, rows in parts.items():
+            piece.part(name).update((tuple(row[:WIDTH[name]]), row[WIDTH[name]:]) for row in rows)
+        return piece
 
 
 def merged(pieces: list[Piece]) -> Piece:
     total = Piece.empty()
     for piece in pieces:
-        for by, found in piece.groups.items():
-            into = total.groups[by]
-            for group, figures in found.items():
-                before = into.get(group)
-                into[group] = list(figures) if before is None else [a + b for a, b in zip(before, figures)]
-        for row, figures in piece.reservations.items():
-            before = total.reservations.get(row)
-            total.reservations[row] = list(figures) if before is None else [a + b for a, b in zip(before, figures)]
-        for hour, gpu in piece.hours.items():
-            total.hours[hour] = total.hours.get(hour, 0) + gpu
+        for name in PARTS:
+            into = total.part(name)
+            for row, figures in piece.part(name).items():
+                before = into.get(row)
+                into[row] = list(figures) if before is None else [a + b for a, b in zip(before, figures)]
     return total
 
 
-def _pieces(start: int, stop: int, now: int) -> list[Piece]:
+def _pieces(start: int, stop: int, now: int, parts: tuple[str, ...]) -> list[Piece]:
     """The closed days within ``[start, stop)`` from UsageDay (computed and kept when missing),
-    and the parts before the first and after the last computed from the history."""
+    and the parts before the first and after the last computed from the history; of each kept
+    day only ``parts`` are read."""
     first = -(-start // DAY) * DAY
     last = min(stop, now - SETTLE) // DAY * DAY
     if first >= last:
-        return [_computed([(start, stop)])[0]] if stop > start else []
-    days = [day for day in range(first, last, DAY)]
-    kept = {_epoch(datetime.combine(row.day, datetime.min.time(), timezone.utc)): Piece.from_json(row.data)
-            for row in UsageDay.objects.filter(day__gte=_date(first), day__lt=_date(last), method=METHOD)}
+        return _computed([(start, stop)]) if stop > start else []
+    days = list(range(first, last, DAY))
+    found: dict[int, dict[str, list]] = {}
+    for day, part, data in UsageDay.objects.filter(day__gte=_date(first), day__lt=_date(last), method=METHOD,
+                                                   part__in=parts).values_list("day", "part", "data"):
+        found.setdefault(_epoch(datetime.combine(day, datetime.min.time(), timezone.utc)), {})[part] = data
+    kept = {day: Piece.from_parts(data) for day, data in found.items() if len(data) == len(parts)}
     missing = [day for day in days if day not in kept]
     if missing:
         made = _computed([(day, day + DAY) for day in missing])
         UsageDay.objects.filter(day__in=[_date(day) for day in missing]).delete()  # of an older method
-        UsageDay.objects.bulk_create([UsageDay(day=_date(day), method=METHOD, data=piece.to_json())
-                                      for day, piece in zip(missing, made)], ignore_conflicts=True)
+        UsageDay.objects.bulk_create([UsageDay(day=_date(day), part=name, method=METHOD, data=rows)
+                                      for day, piece in zip(missing, made) for name, rows in piece.to_parts().items()],
+                                     ignore_conflicts=True)
         kept.update(zip(missing, made))
     ends = [(a, b) for a, b in ((start, first), (last, stop)) if b > a]
     return [kept[day] for day in days] + _computed(ends)
@@ -192,7 +198,7 @@ def _piece(held: list[Held], splits: list[Split], start: int, stop: int) -> Piec
     groups = piece.groups
     for h, split in zip(held, splits):
         for by, group in (("policy", (h.policy,)), ("profile", (h.profile,)), ("pool", (h.pool,)),
-                          ("user", (h.owner, h.policy))):
+                          ("user", (h.owner,)), (TEAM, (h.owner, h.policy))):
             into = groups[by]
             for key, used in split.used.items():
                 figures = into.get((*group, key))
@@ -207,7 +213,10 @@ def _piece(held: list[Held], splits: list[Split], start: int, stop: int) -> Piec
             while begin < end:
                 hour = begin // HOUR * HOUR
                 upper = min(end, hour + HOUR)
-                piece.hours[(h.policy, hour)] = piece.hours.get((h.policy, hour), 0) + amount * (upper - begin)
+                figures = piece.hours.get((h.policy, hour))
+                if figures is None:
+                    figures = piece.hours[(h.policy, hour)] = [0]
+                figures[0] += amount * (upper - begin)
                 begin = upper
     return piece
 
@@ -221,19 +230,22 @@ def _eras(since: datetime, until: datetime) -> list[Era]:
     return [Era(_epoch(v.created_at), engine_version(v).config) for v in versions]
 
 
-def _rows(piece: Piece, by: str, audience: Audience | None) -> list[UsageRow]:
+def _rows(piece: Piece, grouping: str, audience: Audience | None) -> list[UsageRow]:
+    """The rows of ``grouping``; ``team`` (a member's view by user) names an owner only where
+    ``audience`` sees their requests in that policy, and sums the rest in one row (group None)."""
     found: dict[tuple, list[int]] = {}
-    for group, figures in piece.groups[by].items():
-        if by == "user":
+    for group, figures in piece.groups[grouping].items():
+        if grouping == TEAM:
             owner, policy, key = group
-            group = (owner if audience is None or audience.sees_details(owner, policy) else None, key)
+            group = (owner if audience is not None and audience.sees_details(owner, policy) else None, key)
         before = found.get(group)
         found[group] = list(figures) if before is None else [a + b for a, b in zip(before, figures)]
     names: dict[int, str] = {}
-    if by == "user":
+    by_user = grouping in ("user", TEAM)
+    if by_user:
         ids = {owner for owner, _ in found if owner is not None}
         names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
-    rows = [UsageRow(names.get(group, str(group)) if by == "user" and group is not None else group, key, *figures)
+    rows = [UsageRow(names.get(group, str(group)) if by_user and group is not None else group, key, *figures)
             for (group, key), figures in found.items()]
     rows.sort(key=lambda row: (key_order(row.key), row.group is None, row.group or ""))
     return rows
@@ -259,7 +271,7 @@ def _series(piece: Piece, buckets: list[int]) -> dict[str, list[int]]:
     """GPU milli-unit-seconds held per policy in each bucket (an hour counts in the bucket it starts
     in; the first bucket takes the hour ``since`` falls in)."""
     series: dict[str, list[int]] = {}
-    for (policy, hour), gpu in sorted(piece.hours.items()):
+    for (policy, hour), (gpu,) in sorted(piece.hours.items()):
         line = series.setdefault(policy, [0] * len(buckets))
         line[max(0, bisect.bisect_right(buckets, hour) - 1)] += gpu
     return dict(sorted(series.items()))

@@ -129,18 +129,20 @@ def test_anonymous_callers_are_refused(day):
     assert client_for(None).get("/api/v1/usage").status_code == 401
 
 
-def test_closed_days_are_kept_and_read_back_even_after_their_requests_are_forgotten(day, alice):
+def test_closed_days_are_kept_and_read_back_even_after_their_requests_are_forgotten(day, alice, bob):
     from poolweb.models import Request, UsageDay
 
     two_days = {"since": "2026-10-31", "until": "2026-11-02"}
     # R2 adds 23:00-24:00 of the 31st; R3 runs on alone, in share, to the end of the 1st; R4 to 12:00.
     expected = {"dev": (67, 57, 10), "research": (2, 2, 0)}
     assert figures(report(alice, **two_days)) == expected
-    assert sorted(str(d) for d in UsageDay.objects.values_list("day", flat=True)) == ["2026-10-31", "2026-11-01"]
+    assert sorted({str(d) for d in UsageDay.objects.values_list("day", flat=True)}) == ["2026-10-31", "2026-11-01"]
 
     Request.objects.filter(pk=day["R1"].pk).delete()  # forgotten (decision 25), its history with it
 
     assert figures(report(alice, **two_days)) == expected
+    assert figures(report(bob, by="user", **two_days)) == {"bob": (22 + 2, 14 + 2, 8), "alice": (15 + 28, 13 + 28, 2),
+                                                            None: (2, 2, 0)}
     # Cut inside the 31st: that part is computed from the history (R2's last half hour, 1 gpu-hour),
     # the 1st is read back whole, R1 included.
     assert figures(report(alice, since="2026-10-31T23:30:00Z", until="2026-11-02")) == {

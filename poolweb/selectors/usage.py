@@ -182,10 +182,12 @@ def _computed(windows: list[tuple[int, int]]) -> list[Piece]:
             for i in allocation_intervals(since, until)]
     held.sort(key=lambda h: h.start)
     eras = _eras(since, until)
-    pieces = []
-    starts = [h.start for h in held]
-    for start, stop in windows:
-        within = [h for h in held[:bisect.bisect_left(starts, stop)] if h.stop > start]
+    pieces, active, taken = [], [], 0
+    for start, stop in windows:  # in start order: each allocation is taken once, kept while it lasts
+        while taken < len(held) and held[taken].start < stop:
+            active.append(held[taken])
+            taken += 1
+        active = within = [h for h in active if h.stop > start]
         found = key_seconds(within, eras, since=start, until=stop)
         piece = _piece(within, found.held, start, stop)
         piece.reservations = {row: [r.reserved, r.idle] for row, r in found.reservations.items()}

@@ -2,7 +2,8 @@
 and borrowed, each reservation's idle part, and GPU-hours per policy over time for the chart.
 
 The intervals come from the requests' history (``sql.usage``), the configuration of each instant
-from the versions, the arithmetic from ``reconcile.usage``. Who sees what follows the requests'
+from the versions, the arithmetic from ``reconcile.usage``; whole days that ended are computed
+once and kept (``UsageDay``, decision 163), so a report sweeps only its cut ends. Who sees what follows the requests'
 privacy (docs/api.md §4): totals by policy, profile and pool are public to signed-in users, like
 ``GET /policies`` and ``GET /pools``; by user, a member sees their own usage and that in their
 teams' policies, and everyone else's summed in one row without a name.
@@ -153,15 +154,34 @@ def _pieces(start: int, stop: int, now: int, parts: tuple[str, ...]) -> list[Pie
         found.setdefault(_epoch(datetime.combine(day, datetime.min.time(), timezone.utc)), {})[part] = data
     kept = {day: Piece.from_parts(data) for day, data in found.items() if len(data) == len(parts)}
     missing = [day for day in days if day not in kept]
-    if missing:
-        made = _computed([(day, day + DAY) for day in missing])
-        UsageDay.objects.filter(day__in=[_date(day) for day in missing]).delete()  # of an older method
-        UsageDay.objects.bulk_create([UsageDay(day=_date(day), part=name, method=METHOD, data=rows)
-                                      for day, piece in zip(missing, made) for name, rows in piece.to_parts().items()],
-                                     ignore_conflicts=True)
-        kept.update(zip(missing, made))
+    kept.update(zip(missing, _keep(missing)))
     ends = [(a, b) for a, b in ((start, first), (last, stop)) if b > a]
     return [kept[day] for day in days] + _computed(ends)
+
+
+def _keep(days: list[int]) -> list[Piece]:
+    """Compute the closed ``days`` (epoch seconds of their starts, in order) and keep them."""
+    if not days:
+        return []
+    made = _computed([(day, day + DAY) for day in days])
+    UsageDay.objects.filter(day__in=[_date(day) for day in days]).delete()  # of an older method
+    UsageDay.objects.bulk_create([UsageDay(day=_date(day), part=name, method=METHOD, data=rows)
+                                  for day, piece in zip(days, made) for name, rows in piece.to_parts().items()],
+                                 ignore_conflicts=True)
+    return made
+
+
+def keep_closed_days(now: datetime, days_back: int) -> int:
+    """Keep every closed day of the last ``days_back`` + 1 not kept yet (the periodic task, before
+    it forgets requests finished ``days_back`` days ago, so no day loses them: each is kept within
+    minutes of its end); how many were computed."""
+    last = (_epoch(now) - SETTLE) // DAY * DAY
+    days = list(range(last - (days_back + 1) * DAY, last, DAY))
+    kept = set(UsageDay.objects.filter(day__gte=_date(days[0]), day__lt=_date(last), method=METHOD,
+                                       part=HOURS).values_list("day", flat=True))
+    missing = [day for day in days if _date(day) not in kept]
+    _keep(missing)
+    return len(missing)
 
 
 def _date(epoch: int):

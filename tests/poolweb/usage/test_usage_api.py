@@ -136,7 +136,8 @@ def test_closed_days_are_kept_and_read_back_even_after_their_requests_are_forgot
     # R2 adds 23:00-24:00 of the 31st; R3 runs on alone, in share, to the end of the 1st; R4 to 12:00.
     expected = {"dev": (67, 57, 10), "research": (2, 2, 0)}
     assert figures(report(alice, **two_days)) == expected
-    assert sorted({str(d) for d in UsageDay.objects.values_list("day", flat=True)}) == ["2026-10-31", "2026-11-01"]
+    kept = {str(d) for d in UsageDay.objects.values_list("day", flat=True)}
+    assert {"2026-10-31", "2026-11-01"} <= kept and "2026-11-02" not in kept  # the 2nd is not in the period
 
     Request.objects.filter(pk=day["R1"].pk).delete()  # forgotten (decision 25), its history with it
 
@@ -147,3 +148,20 @@ def test_closed_days_are_kept_and_read_back_even_after_their_requests_are_forgot
     # the 1st is read back whole, R1 included.
     assert figures(report(alice, since="2026-10-31T23:30:00Z", until="2026-11-02")) == {
         "dev": (66, 56, 10), "research": (2, 2, 0)}
+
+
+def test_the_periodic_task_keeps_the_closed_days_before_it_forgets_their_requests(day, alice, settings):
+    from datetime import datetime, timezone as tz
+    from unittest import mock
+
+    from poolweb.models import Request, UsageDay
+    from poolweb.services import triggers
+
+    settings.POOLWEB = {**settings.POOLWEB, "REQUESTS_KEPT_DAYS": 2}
+    with mock.patch.object(triggers.timezone, "now", return_value=datetime(2026, 11, 3, 6, 30, tzinfo=tz.utc)):
+        triggers.forget_old()  # keeps the 31st, the 1st and the 2nd, then forgets what finished before 06:30 on the 1st
+
+    assert {"2026-10-31", "2026-11-01", "2026-11-02"} <= {str(d) for d in UsageDay.objects.values_list("day", flat=True)}
+    assert list(Request.objects.values_list("pk", flat=True).order_by("pk")) == [day["R3"].pk, day["R4"].pk]
+    # The 1st as the day test computed it: R3 to its end (14 more hours in share), R4 to 12:00.
+    assert figures(report(alice, since="2026-11-01", until="2026-11-02")) == {"dev": (65, 55, 10), "research": (2, 2, 0)}

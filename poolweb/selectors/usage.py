@@ -189,9 +189,18 @@ def _date(epoch: int):
 
 
 def _computed(windows: list[tuple[int, int]]) -> list[Piece]:
-    """A piece per window (in start order), from one read of the history that spans them all."""
+    """A piece per window (in start order), from one read of the history per run of adjacent
+    windows (the period's two cut ends are two reads, not one of the month between them)."""
     if not windows:
         return []
+    runs = [[windows[0]]]
+    for window in windows[1:]:
+        if window[0] == runs[-1][-1][1]:
+            runs[-1].append(window)
+        else:
+            runs.append([window])
+    if len(runs) > 1:
+        return [piece for run in runs for piece in _computed(run)]
     since = datetime.fromtimestamp(windows[0][0], timezone.utc)
     until = datetime.fromtimestamp(windows[-1][1], timezone.utc)
     decoded: dict[str, Mapping[str, int]] = {}

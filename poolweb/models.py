@@ -401,6 +401,25 @@ class HistogramTotal(models.Model):
         constraints = [models.UniqueConstraint(fields=["family", "label"], name="one_histogram_per_label")]
 
 
+class UsageDay(models.Model):
+    """One part of one closed UTC day of usage (docs/usage.md §3), as ``selectors.usage`` computed
+    it from the history: ``part`` is a grouping (``policy``, ``profile``, ``pool``, ``user``, or
+    ``team``: by owner and policy), ``reservations`` (each one's idle part) or ``hours`` (GPU-seconds
+    per policy and hour); ``data`` its rows. A day is kept once it ended long enough ago that no
+    change of it can still commit; a month's report then reads 30 days' rows of the parts it shows
+    instead of sweeping 10^6 history rows (decision 163). ``method`` is the computation's version:
+    an older one's days are computed again."""
+
+    day = models.DateField()
+    part = models.CharField(max_length=16)
+    method = models.PositiveSmallIntegerField()
+    data = models.JSONField()
+    computed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["day", "part"], name="one_usage_day_part")]
+
+
 class AuditRefused(Exception):
     """The audit log is append-only: an entry is never changed or deleted (decision 154)."""
 

@@ -16,7 +16,8 @@ from urllib.parse import quote
 
 from poolctl.config import resolve
 from poolctl.errors import NotFound, PermissionRefused
-from poolctl.models import Account, ActionResult, BatchResult, PolicyState, Pool, Preview, Request, Validation, Version
+from poolctl.models import (Account, ActionResult, BatchResult, PolicyState, Pool, Preview, Request, UsageReport,
+                            Validation, Version)
 from poolctl.stream import EventStream
 from poolctl.transport import Transport
 
@@ -158,6 +159,16 @@ class Api:
     def policies(self) -> list[PolicyState]:
         return [PolicyState.from_json(item) for item in self.transport.call("GET", "/policies")]
 
+    def usage(self, since: str | None = None, until: str | None = None, by: str = "policy") -> UsageReport:
+        """Key-hours of a period in share and borrowed (``GET /usage``, docs/usage.md); ``since`` and
+        ``until`` as the server reads them (ISO 8601 dates or times; default: the last 30 days)."""
+        return UsageReport.from_json(self.transport.call("GET", "/usage", params=usage_params(since, until, by)))
+
+    def usage_csv(self, since: str | None = None, until: str | None = None, by: str = "policy") -> str:
+        """The same rows as the server's CSV."""
+        return self.transport.call("GET", "/usage", params=usage_params(since, until, by),
+                                   headers={"Accept": "text/csv"})
+
     # --- configuration (admins) -----------------------------------------------------------------
 
     def config(self) -> dict[str, Any]:
@@ -227,3 +238,6 @@ class Api:
             if not isinstance(page, dict) or not page.get("next") or not items:
                 return
 
+
+def usage_params(since: str | None, until: str | None, by: str) -> dict[str, str | None]:
+    return {"since": since, "until": until, "by": by}

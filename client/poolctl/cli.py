@@ -207,6 +207,29 @@ def cmd_policies(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
+def cmd_usage(args: argparse.Namespace, out: Output) -> int:
+    client = client_for(args)
+    if args.csv:
+        out.stdout.write(client.usage_csv(args.since, args.until, args.by))
+        return 0
+    report = client.usage(args.since, args.until, args.by)
+    rows = [[row.group if row.group is not None else "(others)", row.key, Cell(row.used, right=True),
+             Cell(row.in_share, right=True), Cell(row.borrowed, right=True)] for row in report.rows]
+    idle = [[r.policy, r.scope, r.key, Cell(r.reserved, right=True), Cell(r.idle, right=True)]
+            for r in report.reservations]
+
+    def human() -> str:
+        period = f"key-hours from {local_time(report.since)} to {local_time(report.counted_until)}"
+        parts = [period, out.table([report.by, "key", "used", "in share", "borrowed"], rows) if rows
+                 else "nothing was allocated in the period"]
+        if idle:
+            parts += ["", out.table(["policy", "scope", "key", "reserved", "idle"], idle)]
+        return "\n".join(parts)
+
+    out.result(report.to_json(), human)
+    return 0
+
+
 # --- login ---------------------------------------------------------------------------------------
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -287,6 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
                  "queue in a row").add_argument("pool", nargs="?")
     commands.add("pools", cmd_pools, "each pool's capacity, use and queue")
     commands.add("policies", cmd_policies, "each policy's usage, reservations and limits")
+    usage = commands.add("usage", cmd_usage, "key-hours of a period by policy, profile, pool or user, in share "
+                         "and borrowed, and each reservation left idle")
+    usage.add_argument("--since", help="a date or time in ISO 8601 (default: 30 days before --until)")
+    usage.add_argument("--until", help="a date or time in ISO 8601 (default: now)")
+    usage.add_argument("--by", choices=("policy", "profile", "pool", "user"), default="policy")
+    usage.add_argument("--csv", action="store_true", help="print the server's CSV of the rows")
     login = commands.add("login", cmd_login, "check a URL and token, and save them for the next commands")
     login.add_argument("--token-stdin", action="store_true", help="read the token from stdin (for scripts)")
     add_admin_commands(commands)

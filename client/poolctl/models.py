@@ -295,3 +295,57 @@ class Version(Result):
         values = _known(cls, data)
         values["created_at"] = moment(values.get("created_at"))
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class UsageRow(Result):
+    """One group's key-hours of one key (``GET /usage``): hours as the server writes them (three
+    decimals), ``exact`` in milli-units × seconds. ``group`` is None for users the reader may not
+    see by name."""
+
+    group: str | None
+    key: str
+    used: str
+    in_share: str
+    borrowed: str
+    exact: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReservedIdle(Result):
+    """A policy's reservation row over the period: reserved and idle key-hours."""
+
+    policy: str
+    scope: str
+    key: str
+    reserved: str
+    idle: str
+    exact: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UsageReport(Result):
+    """``GET /usage``: the rows by ``by`` and each reservation's idle part; ``raw`` is the whole
+    answer, which ``--json`` prints as the server sent it."""
+
+    by: str
+    since: datetime | None
+    until: datetime | None
+    counted_until: datetime | None
+    rows: tuple[UsageRow, ...] = ()
+    reservations: tuple[ReservedIdle, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> UsageReport:
+        by = data.get("by", "policy")
+        return cls(by=by, since=moment(data.get("since")), until=moment(data.get("until")),
+                   counted_until=moment(data.get("counted_until")),
+                   rows=tuple(UsageRow(group=row.get(by), **_known(UsageRow, {k: v for k, v in row.items()
+                                                                              if k != "group"}))
+                              for row in data.get("rows", ())),
+                   reservations=tuple(ReservedIdle(**_known(ReservedIdle, r)) for r in data.get("reservations", ())),
+                   raw=data)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.raw

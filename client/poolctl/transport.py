@@ -42,7 +42,8 @@ class Transport:
 
     def call(self, method: str, path: str, body: Any = None, *, params: dict[str, Any] | None = None,
              headers: dict[str, str] | None = None, retry: bool = True) -> Any:
-        """The parsed JSON answer (None for an empty one) of ``method`` on ``/api/v1`` + ``path``."""
+        """The parsed JSON answer (None for an empty one) of ``method`` on ``/api/v1`` + ``path``;
+        the text of a CSV one, which ``headers`` may ask for (``Accept: text/csv``)."""
         target = self.prefix + API + path
         if params:
             # A list is the parameter repeated (``label=a=1&label=b=2``).
@@ -113,6 +114,8 @@ def answer(method: str, path: str, status: int, content_type: str, data: bytes, 
         is_json, parsed = False, None
     if 200 <= status < 300 and (is_json or not data):
         return parsed
+    if 200 <= status < 300 and content_type.split(";")[0].strip() == "text/csv":  # asked for by Accept
+        return data.decode("utf-8")
     if not is_json:  # not a Poolweb answer: a proxy, a login page, another program on the port
         raise ServerError(f"{url} answered {status} to {method} {API}{path} with {content_type or 'no content type'}, "
                           "not as a Poolweb server", URL_HINT)

@@ -14,4 +14,5 @@ urlpatterns = [
     path("", include("poolweb.api.health")),
     path("", include("poolweb.api.me")),
     path("", include("poolweb.api.audit")),
+    path("", include("poolweb.api.usage")),
 ]

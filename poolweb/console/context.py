@@ -19,6 +19,7 @@ NAVIGATION = (
     ("Configuration", "/", False),
     ("Queues", "/queues/", False),
     ("Policies", "/policies/", False),
+    ("Usage", "/usage/", False),
     ("Requests", "/requests/", False),
     ("Versions", "/versions/", True),
     ("Audit", "/audit/", True),

@@ -5,7 +5,8 @@ view module ``<page>_pages.py``, its template ``templates/console/<page>.html`` 
 from django.urls import path
 
 from poolweb.console import (
-    audit_pages, configuration_pages, policy_pages, queue_pages, request_pages, token_pages, version_pages,
+    audit_pages, configuration_pages, policy_pages, queue_pages, request_pages, token_pages, usage_pages,
+    version_pages,
 )
 
 app_name = "console"
@@ -24,6 +25,7 @@ urlpatterns = [
     path("queues/<str:pool>/rows/<str:table>/", queue_pages.queue_rows, name="queue-rows"),
     path("policies/", policy_pages.policies_page, name="policies"),
     path("policies/<str:name>/card/", policy_pages.policy_card, name="policy"),
+    path("usage/", usage_pages.usage_page, name="usage"),
     path("requests/", request_pages.request_list_page, name="requests"),
     path("requests/<int:request_id>/", request_pages.request_page, name="request"),
     path("requests/<int:request_id>/history/", request_pages.request_history_rows, name="request-history"),

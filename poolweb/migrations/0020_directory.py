@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('poolweb', '0018_audit'),
+        ('poolweb', '0019_usage'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -41,6 +41,7 @@ from django_q.tasks import async_task
 
 from poolweb import sql
 from poolweb.models import PassRecord, PassTaskFlag, Request as RequestRow
+from poolweb.selectors.usage import keep_closed_days
 from poolweb.services import events, leadership, wakeup
 from poolweb.services.reconciler import PassResult, reconcile_pass
 from reconcile import LIVE_STATES, State
@@ -192,8 +193,13 @@ def run_periodic_pass() -> PassResult:
 
 def forget_old() -> None:
     """Events beyond those kept for resuming clients, pass records and django-q2's failed tasks
-    after a week, finished requests after ``POOLWEB_REQUESTS_KEPT_DAYS``."""
+    after a week, finished requests after ``POOLWEB_REQUESTS_KEPT_DAYS`` — their usage kept first
+    (the closed days of that window not kept yet, decision 163: once a day, or all of them once)."""
     now = timezone.now()
+    try:
+        keep_closed_days(now, settings.POOLWEB["REQUESTS_KEPT_DAYS"])
+    except Exception:  # forgetting goes on: a database growing without end is the worse failure
+        log.exception("keeping the closed days' usage failed")
     with transaction.atomic():
         events.prune(older_than=now - timedelta(hours=1), keep=settings.POOLWEB["EVENTS_KEPT"])
         PassRecord.objects.filter(started_at__lt=now - timedelta(days=7)).delete()

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from poolweb.models import SiteState
 from tests.browser.steps import confirm
 
-NAVIGATION = ["Configuration", "Queues", "Policies", "Requests", "Versions", "Audit", "Tokens"]
+NAVIGATION = ["Configuration", "Queues", "Policies", "Usage", "Requests", "Versions", "Audit", "Tokens"]
 
 
 def management_enabled() -> bool:
@@ -25,7 +25,7 @@ def test_every_page_has_the_navigation_and_the_user(visit, demo):
     expect(page.get_by_role("banner")).to_contain_text("alice")
     expect(page.get_by_role("button", name="Sign out")).to_be_visible()
 
-    for name, heading in [("Queues", "Queues"), ("Policies", "Policies"), ("Requests", "Requests"),
+    for name, heading in [("Queues", "Queues"), ("Policies", "Policies"), ("Usage", "Usage"), ("Requests", "Requests"),
                           ("Tokens", "Tokens"), ("Versions", "Versions"), ("Audit", "Audit")]:
         navigation.get_by_role("link", name=name).click()
         expect(page.get_by_role("heading", level=1)).to_have_text(heading)

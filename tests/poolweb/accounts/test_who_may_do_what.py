@@ -86,6 +86,7 @@ MATRIX = [
     signed_in("GET", "/pools/h100/queue"),
     signed_in("GET", "/pools/h100/running"),
     signed_in("GET", "/policies"),
+    signed_in("GET", "/usage"),  # by user, names only as the requests' privacy allows (test_usage_api)
     Row("GET", "/requests/{request}/history", None, UNAUTHENTICATED, OK, HIDDEN, OK),
     admin_only("GET", "/health", OK),
     admin_only("GET", "/audit", OK),

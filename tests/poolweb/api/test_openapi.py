@@ -44,7 +44,7 @@ API_MD_OPERATIONS = [
     ("GET", "/requests/{id}"),
     ("POST", "/requests/{id}/heartbeat"), ("POST", "/requests/{id}/release"), ("POST", "/requests/{id}/cancel"),
     ("GET", "/pools"), ("GET", "/pools/{name}/queue"), ("GET", "/pools/{name}/running"), ("GET", "/policies"),
-    ("GET", "/requests/{id}/history"), ("GET", "/health"), ("GET", "/audit"),
+    ("GET", "/usage"), ("GET", "/requests/{id}/history"), ("GET", "/health"), ("GET", "/audit"),
     ("GET", "/tokens"), ("POST", "/tokens"), ("DELETE", "/tokens/{id}"),
 ]
 

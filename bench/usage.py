@@ -1,0 +1,215 @@
+"""How fast is a month's usage report (docs/usage.md) over 1,000,000 history rows? On SQLite and
+PostgreSQL, each in a child process with a throwaway database (bench/runtime.py's way).
+
+A seeded synthetic month: 8 pools of 64 GPUs, 20 policies reserving 0–16 GPUs over all pools, 40
+profiles of 1–8 GPUs, 200 users. Jobs arrive through the month (a policy's every ~3 minutes),
+wait up to 10 minutes, run ~20 minutes (exponential), so each policy holds ~7 allocations at a
+time and most policies are above their reservation much of the month (the sweep's costly case);
+one job in ten is preempted and granted again. Each job writes 3 history rows (pending,
+allocated, released), a preempted one 6; rows are written until there are ``ROWS``.
+A provision in the middle of the month changes half the reservations.
+
+- ``report_ms``: ``GET /api/v1/usage`` for the month, by policy, as an admin, through Django's
+  whole stack (test client), its closed days kept (decision 163): the report as everyone after the
+  first reads it; ``report_user_ms`` by user. Median of ``REPEAT``.
+- ``report_cut_ms``: a month from noon to noon (a rolling "last 30 days" is cut so): 29 days kept
+  and two half days swept from the history each time.
+- ``report_cold_ms``: the same with no day kept yet (the first report of the month, which keeps
+  them): the whole sweep of the history. Once.
+- Baselines on the same rows in the same run: ``count_ms``, ``SELECT count(*)`` of the history;
+  ``intervals_ms``, the interval query alone (sql.usage), so the rest is the sweep and grouping.
+Merges figures into the "usage" section of results.json.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+
+from bench.results import child_figures, merge_section, sized
+from bench.runtime import postgres_database
+
+ROWS = sized(1_000_000, 2_000)
+REPEAT = sized(3, 1)
+MONTH = timedelta(days=30)
+START = datetime(2026, 10, 1, tzinfo=timezone.utc)
+POOLS, POLICIES, PROFILES, USERS = 8, 20, 40, 200
+SEED = 21
+
+FIGURES = (  # key, label, target
+    ("report_ms", "GET /usage, a month by policy, days kept (ms)", 1000),
+    ("report_cut_ms", "GET /usage, noon to noon, days kept (ms)", None),
+    ("report_cold_ms", "GET /usage, a month by policy, first (ms)", None),
+    ("report_user_ms", "GET /usage, a month by user (ms)", None),
+    ("intervals_ms", "  the interval query alone (ms)", None),
+    ("count_ms", "  baseline: SELECT count(*) of the history (ms)", None),
+    ("rows", "  history rows", None),
+    ("allocations", "  allocations in the month", None),
+)
+
+
+def main() -> None:
+    figures: dict[str, float | None] = {}
+    figures.update({f"{k}_sqlite": v for k, v in child_figures("usage", "measure").items()})
+    with postgres_database() as url:
+        found = child_figures("usage", "measure", database_url=url) if url else {}
+        figures.update({f"{k}_postgres": v for k, v in found.items()})
+    print(f"{'figure':<52}{'SQLite':>10}{'PostgreSQL':>12}{'target':>10}")
+    for key, label, target in FIGURES:
+        shown = ["-" if figures.get(f"{key}_{db}") is None else f"{figures[f'{key}_{db}']:.0f}"
+                 for db in ("sqlite", "postgres")]
+        print(f"{label:<52}{shown[0]:>10}{shown[1]:>12}{'' if target is None else f'<= {target}':>10}")
+    merge_section("usage", figures, "measured_at")
+
+
+def document(reserved: list[int]) -> dict:
+    pools = [{"name": f"p{i}", "capacity": {"gpu": 64}} for i in range(POOLS)]
+    profiles = [{"name": f"f{i}", "resources": {"gpu": 1 + i % 8},
+                 "connections": [{"pool": f"p{(i + k) % POOLS}"} for k in range(2)],
+                 "policies": [f"t{j}" for j in range(POLICIES) if j % 4 == i % 4]} for i in range(PROFILES)]
+    policies = [{"name": f"t{j}", "group": f"g{j}",
+                 "quotas": [{"scope": "*", "key": "gpu", "reserved": reserved[j]}] if reserved[j] else []}
+                for j in range(POLICIES)]
+    return {"pools": pools, "profiles": profiles, "policies": policies}
+
+
+def history(random_: random.Random, users: list[int]):
+    """(request columns, its changes) until ``ROWS`` changes; times as datetimes."""
+    written = 0
+    month = MONTH.total_seconds()
+    while written < ROWS:
+        profile = random_.randrange(PROFILES)
+        policy = random_.choice([j for j in range(POLICIES) if j % 4 == profile % 4])
+        pools = [(profile + k) % POOLS for k in range(2)]
+        submitted = START + timedelta(seconds=random_.uniform(0, month))
+        changes = [(submitted, "pending", None)]
+        at = submitted + timedelta(seconds=random_.uniform(0, 600))
+        if random_.random() < 0.1:  # preempted once: preempting, back to pending, granted again
+            ran = timedelta(seconds=random_.expovariate(1 / 1200))
+            pool = f"p{random_.choice(pools)}"
+            changes += [(at, "allocated", pool), (at + ran, "preempting", pool),
+                        (at + ran + timedelta(seconds=30), "pending", None)]
+            at += ran + timedelta(seconds=30 + random_.uniform(0, 600))
+        changes.append((at, "allocated", f"p{random_.choice(pools)}"))
+        at += timedelta(seconds=random_.expovariate(1 / 1200))
+        changes.append((at, "released", None))
+        written += len(changes)
+        yield ((f"t{policy}", f"f{profile}", random_.choice(users), {"gpu": 1000 * (1 + profile % 8), "step_run": 1000},
+                submitted, at), changes)
+
+
+def measure() -> dict[str, float]:
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+    from django.db import connection
+    from django.test import Client
+
+    from bench.runtime import setup_database
+    from poolweb.models import ConfigVersion
+    from poolweb.services.config import config_provision_document
+    from poolweb.sql.usage import allocation_intervals
+
+    admin = setup_database()
+    random_ = random.Random(SEED)
+    reserved = [random_.choice([0, 4, 8, 16]) for _ in range(POLICIES)]
+    first = config_provision_document(document=document(reserved), author=admin)
+    ConfigVersion.objects.filter(pk=first.pk).update(created_at=START - timedelta(days=1))
+    second = config_provision_document(document=document([r // 2 if j % 2 else r for j, r in enumerate(reserved)]),
+                                       author=admin)
+    ConfigVersion.objects.filter(pk=second.pk).update(created_at=START + MONTH / 2)
+    User.objects.bulk_create([User(username=f"user{i}") for i in range(USERS)])
+    users = list(User.objects.exclude(pk=admin.pk).values_list("pk", flat=True))
+    started = time.perf_counter()
+    requests = _write(list(history(random_, users)))
+    print(f"wrote {ROWS} history rows of {requests} requests in {time.perf_counter() - started:.0f} s",
+          file=sys.stderr)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(admin)
+    since, until = START.isoformat(), (START + MONTH).isoformat()
+
+    def get(by: str, cut: timedelta = timedelta(0)) -> float:
+        began = time.perf_counter()
+        response = client.get("/api/v1/usage", {"since": (START + cut).isoformat(),
+                                                 "until": (START + MONTH + cut).isoformat(), "by": by})
+        assert response.status_code == 200, response.content[:300]
+        return (time.perf_counter() - began) * 1000
+
+    def count() -> float:
+        began = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM poolweb_requestchange")
+            cursor.fetchone()
+        return (time.perf_counter() - began) * 1000
+
+    def intervals() -> float:
+        began = time.perf_counter()
+        allocation_intervals(START, START + MONTH)
+        return (time.perf_counter() - began) * 1000
+
+    allocations = len(allocation_intervals(START, START + MONTH))
+    from poolweb.models import UsageDay
+
+    UsageDay.objects.all().delete()
+    cold = get("policy")
+    return {
+        "report_cold_ms": cold,
+        "report_ms": statistics.median(get("policy") for _ in range(REPEAT)),
+        "report_user_ms": statistics.median(get("user") for _ in range(REPEAT)),
+        "report_cut_ms": statistics.median(get("policy", timedelta(hours=12)) for _ in range(REPEAT)),
+        "intervals_ms": statistics.median(intervals() for _ in range(REPEAT)),
+        "count_ms": statistics.median(count() for _ in range(REPEAT)),
+        "rows": ROWS, "allocations": allocations,
+    }
+
+
+def _write(jobs: list) -> int:
+    """The requests and their changes, by COPY on PostgreSQL and executemany on SQLite."""
+    from django.db import connection
+
+    request_columns = ("id", "name", "policy", "profile", "owner_id", "resources", "preemptible", "max_retries",
+                       "attempt", "lease_seconds", "labels", "state", "reason", "message", "submitted_at",
+                       "updated_at", "finished_at")
+    change_columns = ("request_id", "at", "state", "reason", "message", "attempt", "pool")
+    request_rows, change_rows = [], []
+    for id, ((policy, profile, owner, resources, submitted, finished), changes) in enumerate(jobs, start=1):
+        request_rows.append((id, "", policy, profile, owner, json.dumps(resources), True, 1, 1, 300, "{}",
+                             "released", "Released", "", submitted, finished, finished))
+        attempt = 1
+        for at, state, pool in changes:
+            attempt += state == "pending" and at != submitted
+            change_rows.append((id, at, state, "Granted", "", attempt, pool))
+    with connection.cursor() as cursor:
+        for table, columns, rows in (("poolweb_request", request_columns, request_rows),
+                                     ("poolweb_requestchange", change_columns, change_rows)):
+            if connection.vendor == "postgresql":
+                with cursor.cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row(row)
+            else:
+                cursor.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+                                   f"({', '.join(['%s'] * len(columns))})",
+                                   [tuple(v.strftime('%Y-%m-%d %H:%M:%S.%f') if isinstance(v, datetime) else v for v in row)
+                                    for row in rows])
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT setval(pg_get_serial_sequence('poolweb_request', 'id'), %s)", [len(jobs)])
+    return len(jobs)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["measure"]:
+        print(json.dumps(measure()))
+    else:
+        main()

@@ -25,7 +25,7 @@ from poolweb.api.errors import IssueSchema, bad_request, flatten
 from poolweb.api.representations import RequestSerializer
 from poolweb.api.requests import BAD_REQUEST, MAX_ATTEMPT, TAG, action_answer, read_action_body
 from poolweb.services import request_batches as batches
-from poolweb.services.requests import ACTIONS
+from poolweb.services.request_acts import ACTIONS
 from reconcile.document import Issue
 
 

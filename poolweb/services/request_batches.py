@@ -27,10 +27,8 @@ from poolweb.models import Request as RequestRow, UnannouncedChange
 from poolweb.selectors.requests import requests_by_idempotency_keys
 from poolweb.services import audit, events
 from poolweb.services.changes import HistoryEntry
-from poolweb.services.requests import (
-    ActionRefused, Intake, Refusal, RequestNotFound, SubmissionSource, change_of, locked_many, one_pass_after,
-    stored_or_earlier,
-)
+from poolweb.services.request_acts import ActionRefused, RequestNotFound, change_of, locked_many
+from poolweb.services.requests import Intake, Refusal, SubmissionSource, one_pass_after, stored_or_earlier
 from reconcile import State
 
 
@@ -139,8 +137,8 @@ def request_act_many(*, user, action: str, items: Sequence[ActionItem]) -> list[
 
 def act_together(*, user, action: str, items: Sequence[ActionItem]) -> tuple[list[ActionOutcome], bool]:
     """Inside the caller's transaction: the items' requests locked at once, in id order as a pass
-    locks them (``requests.locked_many``); each item decided in order by its single call's rule
-    (``requests.change_of``) on the request as the items before it left it; then the rows written,
+    locks them (``request_acts.locked_many``); each item decided in order by its single call's rule
+    (``request_acts.change_of``) on the request as the items before it left it; then the rows written,
     their history, and one event per request changed, the outbox last (decision 79's order). The
     outcomes, each request as the batch left it, and whether a release or cancel changed one.
     Nothing can change a locked row meanwhile, so the writes need no condition."""

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from poolweb.api.submission import read_submission
 from poolweb.models import Event, Request, RequestChange
-from poolweb.services import requests as services
+from poolweb.services import request_acts, requests as services
 from poolweb.selectors.requests import submitter_of
 from poolweb.selectors.versions import live_config, live_engine_version
 from reconcile import Config, Policy
@@ -141,9 +141,9 @@ def test_release_of_a_preempting_request_out_of_retries_ends_it_preempted(provis
 
 def test_a_transition_of_a_request_changed_meanwhile_is_a_conflict(provisioned, bob, monkeypatch):
     row = submit(bob, **DEV_HALF)
-    stale = services._locked(bob, row.pk)  # the row as it was read, before the change below
+    stale = request_acts.locked_one(bob, row.pk)  # the row as it was read, before the change below
     Request.objects.filter(pk=row.pk).update(state="expired", reason="LeaseExpired")
-    monkeypatch.setattr(services, "_locked", lambda user, request_id: stale)
+    monkeypatch.setattr(request_acts, "locked_one", lambda user, request_id: stale)
     with pytest.raises(services.RequestConflict):
         services.request_release(user=bob, request_id=row.pk)
     assert Request.objects.get(pk=row.pk).state == "expired"

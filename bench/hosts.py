@@ -21,7 +21,6 @@ import json
 import os
 import signal
 import statistics
-import subprocess
 import sys
 import time
 from contextlib import ExitStack
@@ -41,7 +40,7 @@ GPUS = 64
 def main() -> None:
     with postgres_database() as url:
         figures = child_figures("hosts", "run", database_url=url or "", timeout=1200)
-    report(figures)
+    report(figures, "PostgreSQL" if url else "SQLite")
     if url:
         merge_section("hosts", figures, "measured_at")
 
@@ -58,8 +57,8 @@ ROWS = (
 )
 
 
-def report(figures: dict) -> None:
-    print(f"several hosts, on {figures.get('database', '?')}")
+def report(figures: dict, database: str) -> None:
+    print(f"several hosts, on {database}")
     for key, label in ROWS:
         value = figures.get(key)
         print(f"{label:<60}{'-' if value is None else f'{value:.3g}':>10}")
@@ -122,7 +121,7 @@ def run() -> dict:
     root = Path(os.environ["POOLWEB_DATA_DIR"])
     if connection.vendor == "sqlite":  # every host on this one file, not one in its own data directory
         os.environ["DATABASE_URL"] = f"sqlite:///{connection.settings_dict['NAME']}"
-    figures: dict = {"database": connection.vendor}
+    figures: dict = {}
     with ExitStack() as stack:
         webs = []
         for name in ("a", "b"):

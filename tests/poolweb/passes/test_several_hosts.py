@@ -24,7 +24,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
-from django_q.models import OrmQ
+from django.utils import timezone
+from django_q.models import OrmQ, Schedule, Success
+from django_q.tasks import async_task
 
 from poolweb import sql
 from poolweb.models import PassRecord, PassTaskFlag, Request as RequestRow
@@ -250,3 +252,31 @@ def test_a_rolling_restart_of_every_web_host_under_load_fails_no_keyed_submissio
     assert failures == [] and retried  # some calls did find a host down
     made = list(RequestRow.objects.filter(owner=bob).values_list("idempotency_key", flat=True))
     assert sorted(made) == sorted(keys) and len(keys) > 20
+
+
+@postgresql_only
+def test_workers_on_two_hosts_run_each_task_and_each_due_schedule_once(tmp_path):
+    """django-q2's queue in the database: a task is claimed by one worker, and a due schedule is
+    taken under a row lock, so two hosts' workers do each once (docs/deploy.md)."""
+    for n in range(20):
+        async_task("math.floor", n + 0.5, task_name=f"task-{n}")
+    Schedule.objects.create(name="every-minute", func="math.floor", args="1.5", schedule_type=Schedule.MINUTES,
+                            minutes=1, repeats=-1, next_run=timezone.now())
+    workers = []
+    try:
+        for name in ("a", "b"):
+            (tmp_path / name).mkdir()
+            environment = processes.environment(POOLWEB_DATA_DIR=str(tmp_path / name),
+                                                POOLWEB_SECRET_KEY=settings.SECRET_KEY)  # every host's (deploy.md)
+            workers.append(launch([sys.executable, "manage.py", "qcluster"], environment, tmp_path / name / "log"))
+        processes.wait_until(lambda: Success.objects.filter(group="every-minute").exists(), 90,
+                             "a worker's scheduler to run the schedule")  # each looks every 30 s
+        processes.wait_until(lambda: Success.objects.filter(name__startswith="task-").count() == 20, 30,
+                             "the workers to run the tasks")
+        time.sleep(5)  # the other scheduler has looked too by now
+    finally:
+        for worker in workers:
+            stop(worker)
+    assert Success.objects.filter(group="every-minute").count() == 1
+    assert sorted(Success.objects.filter(name__startswith="task-").values_list("name", flat=True)) == sorted(
+        f"task-{n}" for n in range(20))

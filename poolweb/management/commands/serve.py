@@ -51,13 +51,14 @@ class Child:
 
     name: str
     command: list[str]
+    environment: dict[str, str]  # added to this process's
     process: subprocess.Popen | None = None
     started_at: float = 0.0  # time.monotonic()
     deaths: int = 0  # in a row, each within HEALTHY_SECONDS of its start
     restart_at: float | None = None  # while it is dead: when it starts again
 
     def start(self, now: float) -> None:
-        self.process, self.started_at, self.restart_at = launch(self.command), now, None
+        self.process, self.started_at, self.restart_at = launch(self.command, self.environment), now, None
 
     def died(self, now: float) -> float:
         """Count its death at ``now`` and plan its restart; the delay, in seconds."""
@@ -116,8 +117,8 @@ def web_server_command(host: str, port: int, processes: int) -> list[str]:
             "--no-access-log", "--timeout-graceful-shutdown", "5", "poolweb.asgi:application"]
 
 
-def launch(command: list[str]) -> subprocess.Popen:
-    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def launch(command: list[str], extra: dict[str, str]) -> subprocess.Popen:
+    environment = {**os.environ, **extra, "PYTHONUNBUFFERED": "1"}
     environment.setdefault("DJANGO_SETTINGS_MODULE", "poolweb.settings")
     return subprocess.Popen(command, cwd=settings.BASE_DIR, env=environment, stdin=subprocess.DEVNULL,
                             process_group=0, preexec_fn=_terminate_with_parent)  # noqa: PLW1509 (no threads here)
@@ -173,13 +174,12 @@ class Command(BaseCommand):
         if not port_free(host, port):
             raise CommandError(f"{host}:{port} is in use: stop what listens there, or choose another PORT")
         start_passes()
-        # The web processes' metrics go to files every process of this run shares (decision 142);
-        # the children inherit this environment.
-        os.environ[MULTIPROCESS_VARIABLE] = str(multiprocess_directory(settings.DATA_DIR))
+        # The web processes' metrics go to files every process of this run shares (decision 142).
+        shared = {MULTIPROCESS_VARIABLE: str(multiprocess_directory(settings.DATA_DIR))}
         received: list[int] = []  # the signal handler only records; the loop below acts
         previous = {s: signal.signal(s, lambda signum, frame: received.append(signum))
                     for s in (signal.SIGINT, signal.SIGTERM)}
-        children = [Child(name, command) for name, command in child_commands(host, port).items()]
+        children = [Child(name, command, shared) for name, command in child_commands(host, port).items()]
         try:
             for child in children:
                 child.start(time.monotonic())

@@ -316,7 +316,7 @@ def web_workers(supervisor_pid: int) -> list[int]:
 
 
 def test_a_child_that_keeps_dying_waits_twice_as_long_each_time_up_to_a_cap_and_from_1_s_after_a_healthy_run():
-    child = serve.Child("worker", ["true"])
+    child = serve.Child("worker", ["true"], {})
     delays, now = [], 0.0
     for _ in range(7):  # each dies a second after its start
         child.started_at = now

@@ -187,10 +187,23 @@ class DirectoryMarked:
         return managed_by_label(row)
 
 
+class ServiceAccountFilter(admin.SimpleListFilter):
+    title = "service account"
+    parameter_name = "service_account"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Yes"), ("no", "No")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("yes", "no"):
+            return queryset.filter(service_account__isnull=self.value() == "no")
+        return queryset
+
+
 @admin.register(User)
 class PoolwebUserAdmin(DirectoryMarked, UserAdmin):
     list_display = (*UserAdmin.list_display, "managed_by", "is_service_account")
-    list_filter = (*UserAdmin.list_filter, "directory_account__source", ("service_account", admin.EmptyFieldListFilter))
+    list_filter = (*UserAdmin.list_filter, "directory_account__source", ServiceAccountFilter)
     list_select_related = ("directory_account", "service_account")
 
     @admin.display(description="service account", boolean=True)

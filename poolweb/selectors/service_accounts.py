@@ -48,20 +48,23 @@ def rights_of(user) -> tuple[str, ...]:
 
 
 def service_account_list() -> list[ServiceAccountShown]:
-    """Every service account, revoked ones too, in name order."""
+    """Every service account, revoked ones too, in name order (a query for each one's rights:
+    they are few)."""
     tokens = Prefetch("user__api_tokens", queryset=ApiToken.objects.order_by("-created_at", "-id"))
     rows = ServiceAccount.objects.select_related("user").prefetch_related(tokens).order_by("user__username")
     return [ServiceAccountShown(
         name=row.user.get_username(), description=row.description, active=row.user.is_active,
         created_by=row.created_by, created_at=row.created_at, revoked_at=row.revoked_at, rights=rights_of(row.user),
-        tokens=tuple(TokenShown(t.pk, t.name, t.prefix, t.created_at, t.last_used_at) for t in row.user.api_tokens.all()),
+        tokens=tuple(TokenShown(t.pk, t.name, t.prefix, t.created_at, t.last_used_at)
+                     for t in row.user.api_tokens.all()),
     ) for row in rows]
 
 
 def service_account_data(shown: ServiceAccountShown) -> dict:
     """One account as ``service_account list --json`` writes it (times as the API writes them)."""
     data = asdict(shown)
-    data.update(created_at=api_time(shown.created_at), revoked_at=api_time(shown.revoked_at), rights=list(shown.rights))
-    data["tokens"] = [{**token, "created_at": api_time(token["created_at"]), "last_used_at": api_time(token["last_used_at"])}
-                      for token in data["tokens"]]
+    data.update(created_at=api_time(shown.created_at), revoked_at=api_time(shown.revoked_at),
+                rights=list(shown.rights))
+    data["tokens"] = [{**token, "created_at": api_time(token["created_at"]),
+                       "last_used_at": api_time(token["last_used_at"])} for token in data["tokens"]]
     return data

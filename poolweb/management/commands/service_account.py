@@ -20,8 +20,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from poolweb.management.users import command_line
 from poolweb.selectors.service_accounts import ServiceAccountShown, service_account_data, service_account_list
 from poolweb.services.service_accounts import (
-    FIRST_TOKEN, NotAServiceAccount, ServiceAccountInvalid, ServiceAccountRevoked, service_account_create, service_account_revoke,
-    service_account_token,
+    FIRST_TOKEN, NotAServiceAccount, ServiceAccountInvalid, ServiceAccountRevoked, service_account_create,
+    service_account_revoke, service_account_token,
 )
 from poolweb.services.tokens import MAX_NAME, TooManyTokens
 

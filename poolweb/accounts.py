@@ -52,8 +52,7 @@ class ThrottledModelBackend(ModelBackend):
             raise SignInThrottled(wait)
         user = super().authenticate(request, username=username, password=password, **kwargs)
         if is_service_account(user):
-            sign_in_failed(address=address, username=username)
-            return None
+            user = None  # refused as a wrong password is, and counted the same way
         if user is None:
             if not settings.LDAP_ENABLED:  # else the directory's backend checks next and counts
                 sign_in_failed(address=address, username=username)

@@ -18,6 +18,8 @@ from poolweb.selectors.service_accounts import is_service_account
 from poolweb.services.directory import LocalAccountTaken, directory_oidc_sign_in
 from poolweb.services.service_accounts import ServiceAccountInvalid, service_account_create
 
+from tests.poolweb.conftest import signed_in
+
 pytestmark = pytest.mark.django_db
 
 
@@ -203,3 +205,13 @@ def test_granting_it_to_a_service_account_needs_no_warning():
     call_command("grant_submit_for_others", "slurm-bridge", stdout=StringIO(), stderr=err)
 
     assert err.getvalue() == ""
+
+
+def test_the_audit_page_says_what_was_done_to_a_service_account_and_filters_by_it(alice):
+    run("create", "slurm-bridge")
+    run("revoke", "slurm-bridge")
+
+    html = signed_in(alice).get("/audit/", {"action": "service_account.revoke"}).content.decode()
+
+    assert "revoked a service account" in html and "created a service account" not in html
+    assert "1 matching" in html

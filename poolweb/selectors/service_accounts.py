@@ -3,14 +3,13 @@ and the admin: each with its rights and its tokens, never a secret (only hashes 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.models import Permission
 from django.db.models import Prefetch, Q
 
 from poolweb.models import ApiToken, ServiceAccount
-from poolweb.services.payloads import api_time
 
 
 def is_service_account(user) -> bool:
@@ -59,12 +58,3 @@ def service_account_list() -> list[ServiceAccountShown]:
                      for t in row.user.api_tokens.all()),
     ) for row in rows]
 
-
-def service_account_data(shown: ServiceAccountShown) -> dict:
-    """One account as ``service_account list --json`` writes it (times as the API writes them)."""
-    data = asdict(shown)
-    data.update(created_at=api_time(shown.created_at), revoked_at=api_time(shown.revoked_at),
-                rights=list(shown.rights))
-    data["tokens"] = [{**token, "created_at": api_time(token["created_at"]),
-                       "last_used_at": api_time(token["last_used_at"])} for token in data["tokens"]]
-    return data

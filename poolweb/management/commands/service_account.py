@@ -14,15 +14,17 @@ Each is audited as done from ``manage.py`` by the operator's ``user@host``.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from poolweb.management.users import command_line
-from poolweb.selectors.service_accounts import ServiceAccountShown, service_account_data, service_account_list
+from poolweb.selectors.service_accounts import ServiceAccountShown, service_account_list
 from poolweb.services.service_accounts import (
     FIRST_TOKEN, NotAServiceAccount, ServiceAccountInvalid, ServiceAccountRevoked, service_account_create,
     service_account_revoke, service_account_token,
 )
+from poolweb.services.payloads import api_time
 from poolweb.services.tokens import MAX_NAME, TooManyTokens
 
 TOKEN_NAME = FIRST_TOKEN  # a token made by ``token`` without --name: the prefix tells them apart
@@ -99,3 +101,13 @@ def _text(shown: ServiceAccountShown) -> str:
         used = token.last_used_at.isoformat(timespec="seconds") if token.last_used_at else "never"
         lines.append(f"  token {token.id} {token.prefix}… {token.name!r}, last used {used}")
     return "\n".join(lines)
+
+
+def service_account_data(shown: ServiceAccountShown) -> dict:
+    """One account as ``service_account list --json`` writes it (times as the API writes them)."""
+    data = asdict(shown)
+    data.update(created_at=api_time(shown.created_at), revoked_at=api_time(shown.revoked_at),
+                rights=list(shown.rights))
+    data["tokens"] = [{**token, "created_at": api_time(token["created_at"]),
+                       "last_used_at": api_time(token["last_used_at"])} for token in data["tokens"]]
+    return data

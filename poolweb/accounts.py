@@ -22,6 +22,7 @@ from django.urls import URLPattern, path
 from django.utils.deprecation import MiddlewareMixin
 
 from poolweb.addresses import request_address
+from poolweb.selectors.service_accounts import is_service_account
 from poolweb.services.audit import acting_from
 from poolweb.services.directory import DirectoryUnreachable, LocalAccountTaken
 from poolweb.services.signin import (
@@ -37,16 +38,21 @@ class SignInThrottled(Exception):
 
 class ThrottledModelBackend(ModelBackend):
     """Django's username and password check, not even tried while the address or the account is
-    throttled: ``SignInThrottled`` instead (``authenticate`` lets it through, for the middleware)."""
+    throttled: ``SignInThrottled`` instead (``authenticate`` lets it through, for the middleware).
+    A service account never signs in with a password, even one someone set (decision 191): it is
+    refused as a wrong password is, and counted."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
         if request is None or password is None:
-            return super().authenticate(request, username=username, password=password, **kwargs)
+            user = super().authenticate(request, username=username, password=password, **kwargs)
+            return None if is_service_account(user) else user
         address = request_address(request)
         wait = sign_in_wait(address=address, username=username)
         if wait is not None:
             raise SignInThrottled(wait)
         user = super().authenticate(request, username=username, password=password, **kwargs)
+        if is_service_account(user):
+            user = None  # refused as a wrong password is, and counted the same way
         if user is None:
             if not settings.LDAP_ENABLED:  # else the directory's backend checks next and counts
                 sign_in_failed(address=address, username=username)

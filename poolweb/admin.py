@@ -1,7 +1,8 @@
 """Django's admin, for whoever runs the service: what happened (passes, requests, configuration
 versions, the audit log) read-only — decisions are the reconciler's and the API's — API tokens, which an
 admin may revoke (delete: the token stops working at once), and failed sign-ins, which an admin
-may delete to end a lockout; the directory's mapping, and which users and groups it manages."""
+may delete to end a lockout; the directory's mapping, and which users and groups it manages;
+service accounts, shown only (``manage.py service_account`` creates and revokes them)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from django.contrib.auth.models import Group, User
 
 from poolweb.models import (
     ApiToken, AuditEntry, ConfigVersion, DirectoryAccount, DirectoryGroup, PassRecord, Policy, Pool, Profile, Request,
-    SignInFailure,
+    ServiceAccount, SignInFailure,
 )
 from poolweb.selectors.directory import managed_by_label
+from poolweb.selectors.service_accounts import rights_of
 from poolweb.services.tokens import TokenNotFound, token_revoke
 
 
@@ -185,11 +187,59 @@ class DirectoryMarked:
         return managed_by_label(row)
 
 
+class ServiceAccountFilter(admin.SimpleListFilter):
+    title = "service account"
+    parameter_name = "service_account"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Yes"), ("no", "No")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("yes", "no"):
+            return queryset.filter(service_account__isnull=self.value() == "no")
+        return queryset
+
+
 @admin.register(User)
 class PoolwebUserAdmin(DirectoryMarked, UserAdmin):
-    list_display = (*UserAdmin.list_display, "managed_by")
-    list_filter = (*UserAdmin.list_filter, "directory_account__source")
-    list_select_related = ("directory_account",)
+    list_display = (*UserAdmin.list_display, "managed_by", "is_service_account")
+    list_filter = (*UserAdmin.list_filter, "directory_account__source", ServiceAccountFilter)
+    list_select_related = ("directory_account", "service_account")
+
+    @admin.display(description="service account", boolean=True)
+    def is_service_account(self, user: User) -> bool:
+        return hasattr(user, "service_account")
+
+
+# --- service accounts (docs/sign-in.md) -------------------------------------------------------
+
+@admin.register(ServiceAccount)
+class ServiceAccountAdmin(ReadOnly):
+    """Accounts of programs (decision 190): shown with their rights and tokens; created, given
+    tokens and revoked by ``manage.py service_account``, each act audited."""
+
+    list_display = ("user", "description", "active", "rights", "tokens", "created_by", "created_at", "revoked_at")
+    list_filter = ("user__is_active",)
+    search_fields = ("user__username", "description")
+    list_select_related = ("user",)
+    fields = list_display
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("user__api_tokens")
+
+    @admin.display(description="active", boolean=True)
+    def active(self, row: ServiceAccount) -> bool:
+        return row.user.is_active
+
+    @admin.display(description="rights")
+    def rights(self, row: ServiceAccount) -> str:
+        return ", ".join(rights_of(row.user)) or "—"
+
+    @admin.display(description="tokens")
+    def tokens(self, row: ServiceAccount) -> str:
+        shown = [f"{token.prefix}… (last used {token.last_used_at:%Y-%m-%d %H:%M} UTC)" if token.last_used_at
+                 else f"{token.prefix}… (never used)" for token in row.user.api_tokens.all()]
+        return "; ".join(shown) or "—"
 
 
 @admin.register(Group)

@@ -1,13 +1,13 @@
 """Poolweb's tables. Fields, choices, constraints and the indexes the reconciler's queries need;
 no policy is decided here (that is reconcile/ and services/). One module per concern:
 ``config`` (versions and the draft), ``requests`` (requests, their history, the outbox, passes),
-``accounts`` (tokens, the sign-in throttle, the directory), ``totals`` (what /metrics and usage
+``accounts`` (tokens, the sign-in throttle, the directory, service accounts), ``totals`` (what /metrics and usage
 reports count) and ``audit``; every model is importable from here.
 """
 
 from __future__ import annotations
 
-from poolweb.models.accounts import ApiToken, DirectoryAccount, DirectoryGroup, PasswordResetAsk, SignInFailure
+from poolweb.models.accounts import ApiToken, DirectoryAccount, DirectoryGroup, PasswordResetAsk, ServiceAccount, SignInFailure
 from poolweb.models.audit import AuditEntry, AuditQuerySet, AuditRefused
 from poolweb.models.config import (
     KEY_LENGTH, NAME_LENGTH, ConfigVersion, Connection, Draft, Policy, Pool, Profile, Queue, Quota, SiteState,
@@ -38,6 +38,7 @@ __all__ = [
     "PasswordResetAsk",
     "DirectoryGroup",
     "DirectoryAccount",
+    "ServiceAccount",
     "DecisionTotal",
     "HistogramTotal",
     "UsageDay",

@@ -1,5 +1,5 @@
 """Accounts' tables beside Django's: API tokens, the sign-in throttle's failures, password reset
-asks, and what the company directory manages (decisions 165-167)."""
+asks, what the company directory manages (decisions 165-167), and service accounts (190)."""
 
 from __future__ import annotations
 
@@ -90,3 +90,18 @@ class DirectoryAccount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} ({self.get_source_display()})"
+
+
+class ServiceAccount(models.Model):
+    """A user that is a program, not a person (a bridge): it acts only with API tokens, never signs
+    in with a password or through the directory, and holds only the rights given to it explicitly
+    (services/service_accounts.py, decision 190). Revoked: the user deactivated, its tokens gone."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="service_account")
+    description = models.CharField(max_length=200, blank=True, default="")
+    created_by = models.CharField(max_length=150)  # the audit's actor: an account's name, or user@host
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.user.get_username()

@@ -32,6 +32,8 @@ ACTIONS = {
     "token.revoke": "revoked an API token",
     "permission.grant": "granted the permission to submit for others",
     "permission.revoke": "revoked the permission to submit for others",
+    "service_account.create": "created a service account",
+    "service_account.revoke": "revoked a service account",
     "request.submit": "submitted a request for another user",
     "request.heartbeat": "renewed the lease of another user's request",
     "request.release": "released another user's request",

@@ -14,7 +14,8 @@ shell, a script importing the services — it is ``manage.py`` too: nothing else
 outside an HTTP request.
 
 What is recorded (``ACTIONS``): provisions, draft resets, restores, management switches, API
-tokens created and revoked, the permission to submit for others granted and revoked, and acts on
+tokens created and revoked, the permission to submit for others granted and revoked, service
+accounts created and revoked, and acts on
 another user's request — a submission for them, a heartbeat, a release or a cancel that did
 something (an admin's, or a service account's). A batch of such acts (``POST /requests/batch``,
 ``POST /requests/actions``) is one entry listing its items (decision 156).

@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from poolweb.models import DirectoryAccount, DirectoryGroup
+from poolweb.selectors.service_accounts import is_service_account
 from poolweb.services.oidc_provider import sealed
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ def managed_group_ids() -> set[int]:
 def directory_user_claim(*, username: str, source: str, subject: str):
     """The user a directory identity signs in as: the one linked to it before, else the account
     of that username (a local non-administrator's is adopted), else a new one with no password.
-    ``LocalAccountTaken`` for a local administrator's name. Not saved when new."""
+    ``LocalAccountTaken`` for a local administrator's or a service account's name. Not saved when new."""
     account = DirectoryAccount.objects.select_related("user").filter(source=source, subject=subject).first()
     if account is not None:
         return account.user
@@ -82,6 +83,8 @@ def directory_user_claim(*, username: str, source: str, subject: str):
         user = User(username=username)
         user.set_unusable_password()
         return user
+    if is_service_account(user):
+        raise LocalAccountTaken(username, "a service account")  # a program's: never the directory's (decision 191)
     linked = DirectoryAccount.objects.filter(user=user).first()
     if linked is None and (user.is_staff or user.is_superuser):
         raise LocalAccountTaken(username)

@@ -17,15 +17,15 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.core.management import call_command
 
 from poolctl.api import Api
 from poolweb.services import config as config_services
-from poolweb.services.submit_for_others import submit_for_others_grant
-from poolweb.services.tokens import token_issue
 from tests.poolweb import processes
 from tests.slurm.cluster import Cluster, Layout
 
@@ -105,14 +105,16 @@ class Site:
 
 @pytest.fixture
 def site(server, transactional_db, cluster, tmp_path) -> Iterator[Site]:
-    bridge = User.objects.create_user("slurm-bridge", is_staff=True, is_superuser=True)
-    submit_for_others_grant(username="slurm-bridge", granted=True)
+    # As docs/slurm.md installs it: a service account, an admin for the API, that submits for others.
+    out = StringIO()
+    call_command("service_account", "create", "slurm-bridge", "--admin", "--submit-for-others", stdout=out,
+                 stderr=StringIO())
+    token, bridge = out.getvalue().strip(), User.objects.get(username="slurm-bridge")
     root = User.objects.create_user("root")
     for team in ("dev", "research"):
         root.groups.add(Group.objects.get_or_create(name=team)[0])
     config_services.config_provision_document(document=CLEARML, author=bridge, comment="ClearML's example")
     folder = Path(cluster.directory) / "jobs"
-    token = token_issue(user=bridge)
     yield Site(cluster, Api(server.url, token), token, server.url, folder)
     for partition in ("bare-metal", "h100"):
         cluster.run("scancel", "-p", partition, check=False)

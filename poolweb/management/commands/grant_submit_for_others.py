@@ -1,13 +1,15 @@
 """``manage.py grant_submit_for_others USERNAME [--revoke]``: let an account submit requests owned
 by other users (``POST /requests`` with ``owner``), as the Slurm bridge's service account does
 (docs/slurm.md); ``--list`` names the accounts that may. Decision 131: only such a grant counts,
-never staff or superuser."""
+never staff or superuser. Granted to a person's account rather than a service account
+(``manage.py service_account``), it is granted all the same, with a warning (decision 192)."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from poolweb.management.users import command_line
+from poolweb.management.users import command_line, user_named
+from poolweb.selectors.service_accounts import is_service_account
 from poolweb.services.submit_for_others import NoSuchAccount, submit_for_others_grant, submit_for_others_holders
 
 
@@ -34,3 +36,7 @@ class Command(BaseCommand):
         verb = "may no longer" if revoke else "may"
         self.stdout.write(f"{username} {verb} submit requests for other users"
                           + ("" if changed else " (so it was already)"))
+        if not revoke and not is_service_account(user_named(username)):
+            self.stderr.write(f"warning: {username} is not a service account: whoever holds its password or a token "
+                              "may now submit as any user. A program should have an account of its own: "
+                              f"manage.py service_account create NAME --submit-for-others")

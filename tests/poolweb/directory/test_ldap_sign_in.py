@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 from poolweb.models import DirectoryAccount, SignInFailure
 from poolweb.ports import free_port
 from poolweb.realtime.auth import Credential, refusal
+from poolweb.services.service_accounts import service_account_create
 from poolweb.services.tokens import token_issue
 from tests.slapd import BASE, password
 
@@ -202,6 +203,17 @@ def test_a_local_administrators_name_is_not_taken_over_by_the_directory(director
 
     assert "a local administrator account is named" in response.content.decode()
     assert not DirectoryAccount.objects.exists()
+
+
+def test_a_service_accounts_name_is_not_taken_over_by_the_directory(directory):
+    service_account_create(name="ada", admin=True)
+
+    _, response = sign_in("ada")
+
+    assert "a service account is named" in response.content.decode()
+    assert not DirectoryAccount.objects.exists()
+    ada = User.objects.get(username="ada")
+    assert (ada.is_staff, ada.is_superuser, ada.has_usable_password()) == (True, False, False)
 
 
 def test_a_local_member_of_that_name_is_adopted(directory):

@@ -12,7 +12,7 @@ teams' policies, and everyone else's summed in one row without a name.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -147,16 +147,49 @@ def _pieces(start: int, stop: int, now: int, parts: tuple[str, ...]) -> list[Pie
     last = min(stop, now - SETTLE) // DAY * DAY
     if first >= last:
         return _computed([(start, stop)]) if stop > start else []
-    days = list(range(first, last, DAY))
+    ends = [(a, b) for a, b in ((start, first), (last, stop)) if b > a]
+    return _kept_days(list(range(first, last, DAY)), parts) + _computed(ends)
+
+
+def _kept_days(days: list[int], parts: tuple[str, ...]) -> list[Piece]:
+    """The closed ``days`` (epoch seconds of their starts, in order) as kept, computed and kept when
+    missing; of each only ``parts`` are read."""
+    if not days:
+        return []
     found: dict[int, dict[str, list]] = {}
-    for day, part, data in UsageDay.objects.filter(day__gte=_date(first), day__lt=_date(last), method=METHOD,
+    for day, part, data in UsageDay.objects.filter(day__gte=_date(days[0]), day__lte=_date(days[-1]), method=METHOD,
                                                    part__in=parts).values_list("day", "part", "data"):
         found.setdefault(_epoch(datetime.combine(day, datetime.min.time(), timezone.utc)), {})[part] = data
     kept = {day: Piece.from_parts(data) for day, data in found.items() if len(data) == len(parts)}
     missing = [day for day in days if day not in kept]
     kept.update(zip(missing, _keep(missing)))
-    ends = [(a, b) for a, b in ((start, first), (last, stop)) if b > a]
-    return [kept[day] for day in days] + _computed(ends)
+    return [kept[day] for day in days]
+
+
+def used_since(starts: Collection[int], now: int, policies: Collection[str]) -> dict[int, dict[tuple[str, str], int]]:
+    """For each of ``starts`` (UTC midnights, epoch seconds, none after ``now``): the key-seconds
+    ``policies`` used from it to ``now``, by (policy, key) — the report's ``used`` by policy, from
+    the same pieces (a budget's burn, reconcile.budgets): the closed days kept (one read of their
+    ``policy`` part), the rest of today, once for all ``starts``, from the history of ``policies``
+    alone."""
+    first = min(starts)
+    last = max(first, (now - SETTLE) // DAY * DAY)
+    days = list(range(first, last, DAY))
+    wanted = set(policies)
+    kept = [{row: figures[0] for row, figures in piece.groups["policy"].items() if row[0] in wanted}
+            for piece in _kept_days(days, ("policy",))]
+    tail: dict[tuple[str, str], int] = {}
+    if now > last:
+        for row, figures in _computed([(last, now)], wanted)[0].groups["policy"].items():
+            tail[row] = figures[0]
+    found = {}
+    for start in starts:
+        used = dict(tail)
+        for piece in kept[(start - first) // DAY:]:
+            for row, amount in piece.items():
+                used[row] = used.get(row, 0) + amount
+        found[start] = used
+    return found
 
 
 def _keep(days: list[int]) -> list[Piece]:
@@ -188,9 +221,10 @@ def _date(epoch: int):
     return datetime.fromtimestamp(epoch, timezone.utc).date()
 
 
-def _computed(windows: list[tuple[int, int]]) -> list[Piece]:
+def _computed(windows: list[tuple[int, int]], policies: Collection[str] | None = None) -> list[Piece]:
     """A piece per window (in start order), from one read of the history per run of adjacent
-    windows (the period's two cut ends are two reads, not one of the month between them)."""
+    windows (the period's two cut ends are two reads, not one of the month between them); of
+    ``policies`` only, when given."""
     if not windows:
         return []
     runs = [[windows[0]]]
@@ -200,7 +234,7 @@ def _computed(windows: list[tuple[int, int]]) -> list[Piece]:
         else:
             runs.append([window])
     if len(runs) > 1:
-        return [piece for run in runs for piece in _computed(run)]
+        return [piece for run in runs for piece in _computed(run, policies)]
     since = datetime.fromtimestamp(windows[0][0], timezone.utc)
     until = datetime.fromtimestamp(windows[-1][1], timezone.utc)
     decoded: dict[str, Mapping[str, int]] = {}
@@ -208,7 +242,7 @@ def _computed(windows: list[tuple[int, int]]) -> list[Piece]:
     held = [Held(i.request, i.policy, i.profile, i.owner, i.pool,
                  decoded.get(i.resources) or decoded.setdefault(i.resources, orjson.loads(i.resources)),
                  i.start, i.start, stop_all if i.stop is None else i.stop)
-            for i in allocation_intervals(since, until)]
+            for i in allocation_intervals(since, until, policies)]
     held.sort(key=lambda h: h.start)
     eras = _eras(since, until)
     pieces, active, taken = [], [], 0

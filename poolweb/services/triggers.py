@@ -44,7 +44,9 @@ from poolweb.models import PassRecord, PassTaskFlag, Request as RequestRow
 from poolweb.selectors.usage import keep_closed_days
 from poolweb.services import events, leadership, wakeup
 from poolweb.services.reconciler import PassResult, reconcile_pass
+from poolweb.selectors.versions import live_config
 from reconcile import LIVE_STATES, State
+from reconcile.budgets import next_reset
 
 TASK = "poolweb.services.triggers.run_wanted_pass"
 PERIODIC_TASK = "poolweb.services.triggers.run_periodic_pass"
@@ -150,11 +152,13 @@ def reconcile_if_overdue() -> None:
 
 
 def next_deadline() -> datetime | None:
-    """When the earliest live lease runs out or the earliest eviction grace ends."""
+    """When the earliest live lease runs out, the earliest eviction grace ends, or the earliest
+    budget's period resets (R-74)."""
     grace = timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
     found = RequestRow.objects.filter(state__in=LIVE_STATES).aggregate(
         lease=Min("lease_expires_at"), preempted=Min("preempted_at", filter=Q(state=PREEMPTING)))
-    moments = [found["lease"], found["preempted"] and found["preempted"] + grace]
+    moments = [found["lease"], found["preempted"] and found["preempted"] + grace,
+               next_reset(live_config(), timezone.now())]
     return min((m for m in moments if m is not None), default=None)
 
 

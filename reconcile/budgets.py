@@ -196,6 +196,12 @@ def _choice(reading: Reading, raw: Mapping, path: str, field: str, choices: tupl
     return value
 
 
+def budget_of(document: Mapping[str, Any]) -> Budget:
+    """A stored ``budget_document`` (a provisioned version's, read before) as the Budget again."""
+    return Budget(hours=parse_quantity(document["hours"]), period=document["period"], key=document["key"],
+                  when_spent=document["when_spent"])
+
+
 def budget_document(budget: Budget) -> dict[str, Any]:
     """The ``budget`` object as the document writes it, every default spelled out."""
     return {"key": budget.key, "hours": format_quantity(budget.hours), "period": budget.period,

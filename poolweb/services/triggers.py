@@ -108,7 +108,7 @@ def lead(holder: leadership.Leadership) -> None:
             started = time.monotonic()
             try:
                 reconcile_pass(trigger=trigger)
-                timeout = _seconds_to(next_deadline())
+                timeout = _seconds_to(next_wake())
             except Exception:
                 log.exception("a pass failed; trying again at the next change or in %s s", RETRY_SECONDS)
                 db.close_old_connections()  # a connection the database dropped is opened again
@@ -151,19 +151,24 @@ def reconcile_if_overdue() -> None:
         reconcile_soon("overdue")
 
 
+def next_wake() -> datetime | None:
+    """When the pass loop (or the worker) must pass next: the next deadline, or the earliest budget's
+    period reset (R-74), when a spent budget stops counting."""
+    moments = [next_deadline(), next_reset(live_config(), timezone.now())]
+    return min((m for m in moments if m is not None), default=None)
+
+
 def next_deadline() -> datetime | None:
-    """When the earliest live lease runs out, the earliest eviction grace ends, or the earliest
-    budget's period resets (R-74)."""
+    """When the earliest live lease runs out or the earliest eviction grace ends."""
     grace = timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
     found = RequestRow.objects.filter(state__in=LIVE_STATES).aggregate(
         lease=Min("lease_expires_at"), preempted=Min("preempted_at", filter=Q(state=PREEMPTING)))
-    moments = [found["lease"], found["preempted"] and found["preempted"] + grace,
-               next_reset(live_config(), timezone.now())]
+    moments = [found["lease"], found["preempted"] and found["preempted"] + grace]
     return min((m for m in moments if m is not None), default=None)
 
 
 def _arm_deadline() -> None:
-    deadline = next_deadline()
+    deadline = next_wake()
     if deadline is None:
         Schedule.objects.filter(name=DEADLINE).delete()
         return

@@ -12,6 +12,7 @@ teams' policies, and everyone else's summed in one row without a name.
 from __future__ import annotations
 
 import bisect
+import threading
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -151,6 +152,42 @@ def _pieces(start: int, stop: int, now: int, parts: tuple[str, ...]) -> list[Pie
     return _kept_days(list(range(first, last, DAY)), parts) + _computed(ends)
 
 
+def _add_used(into: dict[tuple[str, str], int], piece: Piece) -> None:
+    for row, figures in piece.groups["policy"].items():
+        into[row] = into.get(row, 0) + figures[0]
+
+
+class SettledToday:
+    """Today's used key-seconds by (policy, key) from midnight to a whole hour that ended 15 minutes
+    ago (SETTLE: every change made before it has committed, as for a kept day), for one set of
+    policies: what a pass's burn (``used_since``) would sweep again each time. It grows an hour at a
+    time, each hour swept once, so a pass sweeps only the last 15 to 75 minutes of the history
+    (what it buys: bench/budgets.py). An explicit cache, per process, under a lock (web threads
+    read burns too); ``clear`` for tests that write history into the past."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.clear()
+
+    def clear(self) -> None:
+        self._key: tuple[int, frozenset[str]] | None = None
+        self._until = 0
+        self._used: dict[tuple[str, str], int] = {}
+
+    def used(self, day: int, cut: int, policies: frozenset[str]) -> dict[tuple[str, str], int]:
+        """Of ``policies``, from ``day`` (a midnight) to ``cut`` (a settled whole hour that day)."""
+        with self._lock:
+            if self._key != (day, policies) or self._until > cut:
+                self._key, self._until, self._used = (day, policies), day, {}
+            if cut > self._until:
+                _add_used(self._used, _computed([(self._until, cut)], policies)[0])
+                self._until = cut
+            return dict(self._used)
+
+
+SETTLED_TODAY = SettledToday()
+
+
 def _kept_days(days: list[int], parts: tuple[str, ...]) -> list[Piece]:
     """The closed ``days`` (epoch seconds of their starts, in order) as kept, computed and kept when
     missing; of each only ``parts`` are read."""
@@ -178,10 +215,10 @@ def used_since(starts: Collection[int], now: int, policies: Collection[str]) -> 
     wanted = set(policies)
     kept = [{row: figures[0] for row, figures in piece.groups["policy"].items() if row[0] in wanted}
             for piece in _kept_days(days, ("policy",))]
-    tail: dict[tuple[str, str], int] = {}
-    if now > last:
-        for row, figures in _computed([(last, now)], wanted)[0].groups["policy"].items():
-            tail[row] = figures[0]
+    cut = max(last, (now - SETTLE) // HOUR * HOUR)
+    tail = dict(SETTLED_TODAY.used(last, cut, frozenset(wanted)))
+    if now > cut:
+        _add_used(tail, _computed([(cut, now)], wanted)[0])
     found = {}
     for start in starts:
         used = dict(tail)

@@ -145,7 +145,7 @@ def test_r72_a_spent_policy_never_preempts_and_is_preempted_first():
     assert (victim.request_id, victim.reason) == (1, Reason.PREEMPTED_BY_PRIORITY)
 
 
-def test_r72_running_work_of_a_spent_policy_is_not_stopped():
+def test_r73_running_work_of_a_spent_policy_is_not_stopped():
     running = snapshot(CFG, req(1, "spent", "job", state=State.ALLOCATED, pool="dc", gpu=4))
     assert list(plan(when_spent_idle(running, {"spent"})).decisions()) == []
 

@@ -19,6 +19,7 @@ from poolweb.services import config as config_services, events
 from poolweb.services.budgets import budget_burns
 from poolweb.services.reconciler import reconcile_pass
 from poolweb.services.triggers import next_wake
+from poolweb.selectors.usage import SETTLED_TODAY
 from poolweb.selectors.versions import live_config
 from reconcile.budgets import period_of
 from reconcile.model import Budget
@@ -27,6 +28,11 @@ from tests.poolweb.conftest import client_for, document
 pytestmark = pytest.mark.django_db
 
 START = period_of(Budget(1, "month"), timezone.now()).start
+
+
+@pytest.fixture(autouse=True)
+def nothing_settled_yet():
+    SETTLED_TODAY.clear()  # a cache per process: another test's today is not this one's
 
 
 def budgeted(alice, hours: float, when_spent: str = "refuse", dev_priority: int = 0):
@@ -45,7 +51,8 @@ def used(owner, seconds: int, gpu: int = 1, after: int = 0) -> Request:
                                  finished_at=ended)
     for when, state, pool in ((granted, "pending", None), (granted, "allocated", "h100"), (ended, "released", None)):
         RequestChange.objects.create(request=row, at=when, state=state, reason="Granted", attempt=1, pool=pool)
-    UsageDay.objects.all().delete()  # history written into closed days, as no site does: keep them again
+    UsageDay.objects.all().delete()  # history written into settled time, as no site does: keep it again
+    SETTLED_TODAY.clear()
     return row
 
 
@@ -61,9 +68,12 @@ def test_the_burn_is_the_usage_reports_used_exactly(alice, bob):
     used(bob, 36)
     used(bob, 90, gpu=2, after=100)
     assert budget_burns(live_config(), timezone.now())["dev"].used == 36 * 1000 + 180 * 1000
+    recent = int((timezone.now() - START).total_seconds()) - 7200  # today's settled hours, when there are
+    used(bob, 3000, gpu=3, after=max(200, recent))
+    burns = [budget_burns(live_config(), timezone.now())["dev"].used for _ in range(2)]  # swept, then cached
     response = client_for(alice).get("/api/v1/usage", {"since": START.isoformat(), "by": "policy"})
     dev_gpu = next(r for r in response.json()["rows"] if r["policy"] == "dev" and r["key"] == "gpu")
-    assert dev_gpu["exact"]["used"] == 216_000
+    assert dev_gpu["exact"]["used"] == 216_000 + 9_000_000 == burns[0] == burns[1]
 
 
 def test_r71_a_spent_budget_refuses_a_submission_saying_when_it_resets(alice, bob):
@@ -127,7 +137,7 @@ def test_r72_a_spent_idle_policy_refuses_only_non_preemptible_requests(alice, bo
     assert refused["reason"] == "BudgetSpent" and "submit it preemptible" in refused["message"]
 
 
-def test_r72_running_work_is_not_stopped_when_the_budget_is_spent(alice, bob):
+def test_r73_running_work_is_not_stopped_when_the_budget_is_spent(alice, bob):
     budgeted(alice, 0.01, when_spent="refuse")
     running = submit(bob)
     assert running["state"] == "allocated"

@@ -24,7 +24,7 @@ from poolweb.models import ConfigVersion, UsageDay
 from poolweb.selectors.requests import Audience, audience_of
 from poolweb.selectors.versions import engine_version
 from poolweb.sql.usage import allocation_intervals
-from reconcile.usage import Era, Held, Split, key_seconds
+from reconcile.usage import Era, Held, Split, key_seconds, used_by_policy
 
 GROUPINGS = ("policy", "profile", "pool", "user")
 HOUR, DAY = 3600, 86400
@@ -152,11 +152,6 @@ def _pieces(start: int, stop: int, now: int, parts: tuple[str, ...]) -> list[Pie
     return _kept_days(list(range(first, last, DAY)), parts) + _computed(ends)
 
 
-def _add_used(into: dict[tuple[str, str], int], piece: Piece) -> None:
-    for row, figures in piece.groups["policy"].items():
-        into[row] = into.get(row, 0) + figures[0]
-
-
 class SettledToday:
     """Today's used key-seconds by (policy, key) from midnight to a whole hour that ended 15 minutes
     ago (SETTLE: every change made before it has committed, as for a kept day), for one set of
@@ -180,7 +175,8 @@ class SettledToday:
             if self._key != (day, policies) or self._until > cut:
                 self._key, self._until, self._used = (day, policies), day, {}
             if cut > self._until:
-                _add_used(self._used, _computed([(self._until, cut)], policies)[0])
+                for row, amount in _used_in(self._until, cut, policies).items():
+                    self._used[row] = self._used.get(row, 0) + amount
                 self._until = cut
             return dict(self._used)
 
@@ -216,9 +212,10 @@ def used_since(starts: Collection[int], now: int, policies: Collection[str]) -> 
     kept = [{row: figures[0] for row, figures in piece.groups["policy"].items() if row[0] in wanted}
             for piece in _kept_days(days, ("policy",))]
     cut = max(last, (now - SETTLE) // HOUR * HOUR)
-    tail = dict(SETTLED_TODAY.used(last, cut, frozenset(wanted)))
+    tail = SETTLED_TODAY.used(last, cut, frozenset(wanted))
     if now > cut:
-        _add_used(tail, _computed([(cut, now)], wanted)[0])
+        for row, amount in _used_in(cut, now, wanted).items():
+            tail[row] = tail.get(row, 0) + amount
     found = {}
     for start in starts:
         used = dict(tail)
@@ -258,10 +255,9 @@ def _date(epoch: int):
     return datetime.fromtimestamp(epoch, timezone.utc).date()
 
 
-def _computed(windows: list[tuple[int, int]], policies: Collection[str] | None = None) -> list[Piece]:
+def _computed(windows: list[tuple[int, int]]) -> list[Piece]:
     """A piece per window (in start order), from one read of the history per run of adjacent
-    windows (the period's two cut ends are two reads, not one of the month between them); of
-    ``policies`` only, when given."""
+    windows (the period's two cut ends are two reads, not one of the month between them)."""
     if not windows:
         return []
     runs = [[windows[0]]]
@@ -271,15 +267,10 @@ def _computed(windows: list[tuple[int, int]], policies: Collection[str] | None =
         else:
             runs.append([window])
     if len(runs) > 1:
-        return [piece for run in runs for piece in _computed(run, policies)]
+        return [piece for run in runs for piece in _computed(run)]
     since = datetime.fromtimestamp(windows[0][0], timezone.utc)
     until = datetime.fromtimestamp(windows[-1][1], timezone.utc)
-    decoded: dict[str, Mapping[str, int]] = {}
-    stop_all = windows[-1][1]
-    held = [Held(i.request, i.policy, i.profile, i.owner, i.pool,
-                 decoded.get(i.resources) or decoded.setdefault(i.resources, orjson.loads(i.resources)),
-                 i.start, i.start, stop_all if i.stop is None else i.stop)
-            for i in allocation_intervals(since, until, policies)]
+    held = _held(windows[0][0], windows[-1][1], None)
     held.sort(key=lambda h: h.start)
     eras = _eras(since, until)
     pieces, active, taken = [], [], 0
@@ -293,6 +284,23 @@ def _computed(windows: list[tuple[int, int]], policies: Collection[str] | None =
         piece.reservations = {row: [r.reserved, r.idle] for row, r in found.reservations.items()}
         pieces.append(piece)
     return pieces
+
+
+def _held(start: int, stop: int, policies: Collection[str] | None) -> list[Held]:
+    """The allocations overlapping ``[start, stop)`` (of ``policies`` when given), a live one as
+    held until ``stop``."""
+    decoded: dict[str, Mapping[str, int]] = {}
+    return [Held(i.request, i.policy, i.profile, i.owner, i.pool,
+                 decoded.get(i.resources) or decoded.setdefault(i.resources, orjson.loads(i.resources)),
+                 i.start, i.start, stop if i.stop is None else i.stop)
+            for i in allocation_intervals(datetime.fromtimestamp(start, timezone.utc),
+                                          datetime.fromtimestamp(stop, timezone.utc), policies)]
+
+
+def _used_in(start: int, stop: int, policies: Collection[str]) -> dict[tuple[str, str], int]:
+    """What a piece's ``policy`` part says is used in ``[start, stop)``, without the split the
+    piece makes beside it (reconcile.usage.used_by_policy)."""
+    return used_by_policy(_held(start, stop, policies), since=start, until=stop)
 
 
 def _piece(held: list[Held], splits: list[Split], start: int, stop: int) -> Piece:

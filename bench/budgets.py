@@ -7,10 +7,12 @@ their pass is the transformed one, R-72), and a history of ``DAILY_ROWS`` change
 month, bench/usage.py's rate) of released jobs through the month so far (3 per job, ~20 minutes
 each), and the running requests' grants.
 
-- ``pass_budgets_ms``: a pass with budgets: the burn of every policy (the closed days kept, today
-  swept from the history) and the engine's transformed input; beside ``pass_no_budgets_ms``,
-  the same pass with the burn left out (``budget_burns`` answering nothing: the pass as before
-  budgets). Each timed pass is rolled back; the two alternate; median of ``PASS_REPEAT``.
+- ``pass_budgets_ms``: a pass with budgets as the pass loop runs it (``PassBurns``: the burn read
+  again only when a threshold could have been crossed, decision 181) and the engine's transformed
+  input; ``pass_budgets_read_ms`` the same pass reading every burn (the closed days kept, today
+  swept from the history), as near a threshold; beside ``pass_no_budgets_ms``, the same pass with
+  the burn left out (the pass as before budgets). Each timed pass is rolled back; the three
+  alternate; median of ``PASS_REPEAT``.
 - ``burn_ms``: ``budget_burns`` alone, every policy, days kept.
 Merges figures into the "budgets" section of results.json.
 """
@@ -37,6 +39,7 @@ SEED = 214
 
 FIGURES = (  # key, label
     ("pass_budgets_ms", "a pass, 10k pending, 50 budgets (ms)"),
+    ("pass_budgets_read_ms", "  the same, the burn read (near a threshold) (ms)"),
     ("pass_no_budgets_ms", "  baseline: the same pass without the burn (ms)"),
     ("burn_ms", "  the burn of 50 budgets alone (ms)"),
     ("history_rows", "  history rows this month"),
@@ -55,9 +58,11 @@ def main() -> None:
                  for db in ("sqlite", "postgres")]
         print(f"{label:<52}{shown[0]:>10}{shown[1]:>12}")
     for db in ("sqlite", "postgres"):
-        on, off = figures.get(f"pass_budgets_ms_{db}"), figures.get(f"pass_no_budgets_ms_{db}")
-        if on and off:
-            print(f"{db}: a pass with budgets is {100 * (on / off - 1):+.1f} % of one without (goal: <= +5 %)")
+        off = figures.get(f"pass_no_budgets_ms_{db}")
+        for key, what in (("pass_budgets_ms", "with budgets"), ("pass_budgets_read_ms", "reading the burn")):
+            on = figures.get(f"{key}_{db}")
+            if on and off:
+                print(f"{db}: a pass {what} is {100 * (on / off - 1):+.1f} % of one without (goal: <= +5 %)")
     merge_section("budgets", figures, "measured_at")
 
 
@@ -123,27 +128,35 @@ def _history(user, policies: list[str], now: datetime) -> int:
     return len(changes)
 
 
+class Nothing:
+    def burns(self, *args) -> dict:
+        return {}
+
+
 def _passes() -> dict[str, float]:
-    """The same pass, rolled back each time, with and without the burn (alternating)."""
+    """The same pass, rolled back each time: with budgets as a pass loop runs them (the burn read
+    again only near a threshold), with the burn read every pass (as near one), and without the
+    burn (alternating)."""
     from django.db import transaction
 
     from poolweb.services import reconciler
+    from poolweb.services.budgets import PassBurns
     from poolweb.services.reconciler import reconcile_pass
 
-    real = reconciler.budget_burns
-    found: dict[bool, list[float]] = {True: [], False: []}
+    real = reconciler.PASS_BURNS
+    kinds = ("pass_budgets_ms", "pass_budgets_read_ms", "pass_no_budgets_ms")
+    found: dict[str, list[float]] = {kind: [] for kind in kinds}
     for _ in range(PASS_REPEAT + 1):  # the first of each warms the caches: not counted
-        for with_budgets in (True, False):
-            if not with_budgets:
-                reconciler.budget_burns = lambda *a, **k: {}
+        for kind in kinds:
+            reconciler.PASS_BURNS = {"pass_budgets_ms": real, "pass_budgets_read_ms": PassBurns(),
+                                     "pass_no_budgets_ms": Nothing()}[kind]
             with transaction.atomic():
                 started = time.perf_counter()
                 reconcile_pass()
-                found[with_budgets].append((time.perf_counter() - started) * 1000)
+                found[kind].append((time.perf_counter() - started) * 1000)
                 transaction.set_rollback(True)
-            reconciler.budget_burns = real
-    return {"pass_budgets_ms": statistics.median(found[True][1:]),
-            "pass_no_budgets_ms": statistics.median(found[False][1:])}
+            reconciler.PASS_BURNS = real
+    return {kind: statistics.median(times[1:]) for kind, times in found.items()}
 
 
 if __name__ == "__main__":

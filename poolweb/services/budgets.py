@@ -13,7 +13,7 @@ from poolweb.selectors.usage import hours_text, used_since
 from poolweb.services import events
 from poolweb.services.payloads import api_time
 from reconcile import Config, Snapshot
-from reconcile.budgets import Burn, budgets_of, crossings, period_of, when_spent_idle
+from reconcile.budgets import THRESHOLDS, Burn, budgets_of, crossings, period_of, when_spent_idle
 from reconcile.quantity import format_quantity
 
 BUDGET_CROSSED = "policy.budget"  # the event of a threshold crossing (docs/events.md)
@@ -33,6 +33,56 @@ def budget_burns(config: Config, now: datetime, names: set[str] | None = None) -
     used = used_since({_epoch(p.start) for p in periods.values()}, _epoch(now), budgets)
     return {name: Burn(name, budget, periods[name], used[_epoch(periods[name].start)].get((name, budget.key), 0))
             for name, budget in budgets.items()}
+
+
+class PassBurns:
+    """The burns of a pass, read again only when one could have crossed a threshold since the last
+    read: between two passes a policy's burn grows at most by the most of its key that can be held
+    at once — all pools' capacity of it (R-20 grants nothing beyond; more was held only if a
+    provision shrank a pool, R-57, so the larger of the two) — times the seconds between them. While
+    that keeps every budget below its next threshold (spent is the last), each decision of the
+    pass is the one the exact burn gives, and the pass uses the last read. What it buys: far from
+    its thresholds a site reads its burns about once per (gap ÷ capacity) instead of every pass
+    (bench/budgets.py). A key some pool does not meter has no such bound: read each pass.
+    Per process (the pass loop's), for one configuration."""
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget the last read (tests that write history into the past, as no site does)."""
+        self._config: Config | None = None
+        self._read: dict[str, Burn] = {}
+        self._at = 0
+        self._rate: dict[str, int | None] = {}
+
+    def burns(self, config: Config, now: datetime, snapshot: Snapshot) -> dict[str, Burn]:
+        budgets = budgets_of(config)
+        if not budgets:
+            return {}
+        second = _epoch(now)
+        if config is not self._config or not all(self._below_next(name, second, now) for name in budgets):
+            self._config, self._read, self._at = config, budget_burns(config, now), second
+            self._rate = {key: _most_held(config, snapshot, key) for key in {b.key for b in budgets.values()}}
+        return self._read
+
+    def _below_next(self, name: str, second: int, now: datetime) -> bool:
+        burn, rate = self._read.get(name), self._rate.get(self._read[name].budget.key) if name in self._read else None
+        if burn is None or rate is None or period_of(burn.budget, now) != burn.period:
+            return False
+        upcoming = [t * burn.limit for t in THRESHOLDS if t > burn.reached]  # ×100: percent
+        return not upcoming or 100 * (burn.used + rate * (second - self._at + 1)) < upcoming[0]
+
+
+def _most_held(config: Config, snapshot: Snapshot, key: str) -> int | None:
+    """The most of ``key`` all requests can hold at once from now on, None when unbounded."""
+    if any(key not in pool.capacity for pool in config.pools) and key in ("mcpu", "memory_mb", "step_run"):
+        return None  # unmetered somewhere: held without bound (decision 3)
+    held = sum(r.resources.get(key, 0) for r in snapshot.requests if r.state.live)
+    return max(held, sum(pool.capacity.get(key, 0) for pool in config.pools))
+
+
+PASS_BURNS = PassBurns()
 
 
 def refusal(burn: Burn | None, preemptible: bool) -> str | None:

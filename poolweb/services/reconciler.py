@@ -24,7 +24,7 @@ from poolweb.collector import collector_paused
 from poolweb.models import PassRecord, SiteState
 from poolweb.selectors.snapshot import load_pass_input
 from poolweb.services import announcement
-from poolweb.services.budgets import budget_burns, engine_input, marks_due, marks_write
+from poolweb.services.budgets import PASS_BURNS, engine_input, marks_due, marks_write
 from poolweb.services.payloads import REQUEST_COLUMNS
 from poolweb.services.planned_rows import PlanVoid, planned_rows, write_rows
 from poolweb.services.site import site_locked
@@ -77,7 +77,7 @@ def _decide_and_write(state: SiteState, now: datetime, dry_run: bool, trigger: s
     the past)."""
     news = None if dry_run else announcement.unannounced_changes()  # read before the snapshot
     read = load_pass_input(now, state, also=REQUEST_COLUMNS)  # what it announces too
-    burns = budget_burns(read.snapshot.config, now)  # nothing read without budgets
+    burns = PASS_BURNS.burns(read.snapshot.config, now, read.snapshot)  # nothing read without budgets
     snapshot = engine_input(read.snapshot, burns)  # R-72: spent idle policies served last, from idle capacity
     decided = plan(snapshot, read.version.terms if snapshot is read.snapshot else TermsCache(snapshot.config))
     if news is None:  # a dry run writes nothing

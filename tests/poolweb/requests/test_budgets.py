@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from poolweb.models import BudgetMark, Event, Request, RequestChange, UsageDay
 from poolweb.services import config as config_services, events
-from poolweb.services.budgets import budget_burns
+from poolweb.services.budgets import PASS_BURNS, budget_burns
 from poolweb.services.reconciler import reconcile_pass
 from poolweb.services.triggers import next_wake
 from poolweb.selectors.usage import SETTLED_TODAY
@@ -32,7 +32,8 @@ START = period_of(Budget(1, "month"), timezone.now()).start
 
 @pytest.fixture(autouse=True)
 def nothing_settled_yet():
-    SETTLED_TODAY.clear()  # a cache per process: another test's today is not this one's
+    SETTLED_TODAY.clear()  # caches per process: another test's today is not this one's
+    PASS_BURNS.clear()
 
 
 def budgeted(alice, hours: float, when_spent: str = "refuse", dev_priority: int = 0):
@@ -53,6 +54,7 @@ def used(owner, seconds: int, gpu: int = 1, after: int = 0) -> Request:
         RequestChange.objects.create(request=row, at=when, state=state, reason="Granted", attempt=1, pool=pool)
     UsageDay.objects.all().delete()  # history written into settled time, as no site does: keep it again
     SETTLED_TODAY.clear()
+    PASS_BURNS.clear()
     return row
 
 
@@ -213,3 +215,46 @@ def test_get_policies_shows_the_burn_down(alice, bob):
         == {"key": "gpu", "hours": 1000, "period": "month", "when_spent": "refuse", "used": "2.000",
             "used_exact": 7_200_000, "percent": 0, "spent": False}
     assert budget["text"].startswith("2 of 1,000 GPU-hours this month, resets 1 ")
+
+
+def test_a_pass_reads_the_burn_again_only_when_a_threshold_could_have_been_crossed(alice, bob, monkeypatch):
+    from poolweb.services import budgets as budget_services
+
+    reads = []
+    real = budget_services.budget_burns
+    monkeypatch.setattr(budget_services, "budget_burns", lambda *a, **k: reads.append(1) or real(*a, **k))
+    budgeted(alice, 1000)  # 12 gpu can burn 1000 GPU-hours' 50 % in no less than 41 hours
+    now = timezone.now()
+    PASS_BURNS.clear()
+    reads.clear()
+    reconcile_pass(now=now)
+    reconcile_pass(now=now + dt.timedelta(hours=1))
+    assert len(reads) == 1
+    reconcile_pass(now=now + dt.timedelta(hours=42))  # 50 % could have been reached: read
+    assert len(reads) == 2
+
+
+def test_the_preview_shows_a_budget_change_with_the_current_burn_and_plans_as_a_pass_would(alice, bob):
+    from tests.poolweb.conftest import request_row
+
+    budgeted(alice, 1000, when_spent="idle", dev_priority=20)
+    request_row(alice, "research", "4xgpu", 4, state="allocated", pool="h100")
+    request_row(alice, "research", "4xgpu", 4, state="allocated", pool="a100")
+    dev = request_row(bob, "dev", "4xgpu", 4)
+    research = request_row(alice, "research", "4xgpu", 4)
+    used(bob, 36)
+    draft = document()
+    draft["policies"][0].update(priority=20, budget={"hours": 0.01, "period": "month", "when_spent": "idle"})
+    admin = client_for(alice)
+    admin.put("/api/v1/config/draft", draft, format="json")
+    body = admin.post("/api/v1/config/draft/preview").json()
+    (budget,) = body["budgets"]
+    assert (budget["policy"], budget["before"]["hours"], budget["after"]["hours"]) == ("dev", 1000, 0.01)
+    assert budget["before"]["used_exact"] == budget["after"]["used_exact"] == 36_000
+    assert budget["effect"] == "spent: its requests would be served last, from idle capacity only"
+    assert [g["id"] for g in body["granted"]] == [research.id]  # not dev's, priority 20 and all
+    assert body["preempted"] == []
+    draft["policies"][0]["budget"]["hours"] = 1000
+    admin.put("/api/v1/config/draft", draft, format="json")
+    unchanged = admin.post("/api/v1/config/draft/preview").json()
+    assert "budgets" not in unchanged and [g["id"] for g in unchanged["granted"]] == [dev.id]

@@ -89,9 +89,9 @@ class Burn:
         return max((t for t in THRESHOLDS if self.used * 100 >= t * self.limit), default=0)
 
     @property
-    def percent_text(self) -> str:
-        """"61 %": whole percent used, rounded down (a budget of 0 is spent at once: 100 %)."""
-        return f"{100 if self.limit == 0 else self.used * 100 // self.limit} %"
+    def percent(self) -> int:
+        """Whole percent used, rounded down (a budget of 0 is spent at once: 100)."""
+        return 100 if self.limit == 0 else self.used * 100 // self.limit
 
     @property
     def used_hours(self) -> int:

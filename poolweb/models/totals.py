@@ -63,12 +63,10 @@ class UsageDay(models.Model):
 
 class BudgetMark(models.Model):
     """The highest threshold (50, 80, 100 percent) of a policy's budget announced in the period
-    that starts at ``period_start`` (R-73): a pass writes it with the event, in its transaction,
-    so each crossing is announced once per period, and only when the pass committed."""
+    that starts at ``period_start`` (R-73), one row per policy: a pass writes it with the event, in
+    its transaction, so each crossing is announced once per period, and only when the pass
+    committed; a row of an earlier period counts as none."""
 
-    policy = models.CharField(max_length=NAME_LENGTH)
+    policy = models.CharField(max_length=NAME_LENGTH, unique=True)
     period_start = models.DateTimeField()
     threshold = models.PositiveSmallIntegerField()
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["policy", "period_start"], name="one_budget_mark_per_period")]

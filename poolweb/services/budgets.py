@@ -135,15 +135,10 @@ def burn_data(burn: Burn) -> dict:
     return {"key": burn.budget.key, "hours": format_quantity(burn.budget.hours), "period": burn.budget.period,
             "when_spent": burn.budget.when_spent, "period_start": api_time(burn.period.start),
             "resets_at": api_time(burn.period.end), "used": hours_text(burn.used), "used_exact": burn.used,
-            "percent": _percent(burn), "spent": burn.spent, "text": burn.text}
+            "percent": burn.percent, "spent": burn.spent, "text": burn.text}
 
 
 def burn_event(burn: Burn, threshold: int) -> dict:
     return {"policy": burn.policy, "threshold": threshold, **burn_data(burn)}
-
-
-def _percent(burn: Burn) -> int:
-    """Whole percent of the budget used, rounded down (a budget of 0 is 100 % spent)."""
-    return 100 if burn.limit == 0 else burn.used * 100 // burn.limit
 
 

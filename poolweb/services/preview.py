@@ -32,7 +32,7 @@ class BudgetPreview:
         if self.after is None:
             return "no budget: nothing refused or served last for it"
         if not self.after.spent:
-            return f"{self.after.percent_text} used: served as configured"
+            return f"{self.after.percent} % used: served as configured"
         return ("spent: new requests would be refused" if self.after.budget.when_spent == "refuse"
                 else "spent: its requests would be served last, from idle capacity only")
 

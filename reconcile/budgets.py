@@ -130,12 +130,16 @@ def when_spent_idle(snapshot: Snapshot, spent: Collection[str]) -> Snapshot:
     back — and wait, untouched, for the period to reset. The input is not changed."""
     if not spent:
         return snapshot
-    config = snapshot.config
-    lowest = min(p.priority for p in config.policies) - 1
-    policies = tuple(_served_idle(p, lowest) if p.name in spent else p for p in config.policies)
     requests = tuple(r for r in snapshot.requests
                      if not (r.policy in spent and r.state is PENDING and not r.preemptible))
-    return replace(snapshot, config=replace(config, policies=policies), requests=requests)
+    return replace(snapshot, config=served_idle(snapshot.config, spent), requests=requests)
+
+
+def served_idle(config: Config, spent: Collection[str]) -> Config:
+    """``config`` with the ``spent`` policies as R-72 plans them (``when_spent_idle``'s config)."""
+    lowest = min(p.priority for p in config.policies) - 1
+    return replace(config, policies=tuple(_served_idle(p, lowest) if p.name in spent else p
+                                          for p in config.policies))
 
 
 def _served_idle(policy: Policy, priority: int) -> Policy:

@@ -6,6 +6,7 @@ the pass's transaction."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from poolweb.models import BudgetMark
@@ -13,8 +14,9 @@ from poolweb.selectors.usage import hours_text, used_since
 from poolweb.services import events
 from poolweb.services.payloads import api_time
 from reconcile import Config, Snapshot
-from reconcile.budgets import THRESHOLDS, Burn, budgets_of, crossings, period_of, when_spent_idle
+from reconcile.budgets import THRESHOLDS, Burn, budgets_of, crossings, period_of, served_idle, when_spent_idle
 from reconcile.quantity import format_quantity
+from reconcile.quota import TermsCache
 
 BUDGET_CROSSED = "policy.budget"  # the event of a threshold crossing (docs/events.md)
 
@@ -101,8 +103,36 @@ def refusal(burn: Burn | None, preemptible: bool) -> str | None:
 def engine_input(snapshot: Snapshot, burns: dict[str, Burn]) -> Snapshot:
     """R-72: the snapshot the engine plans, the policies spent with ``when_spent: idle`` served
     from idle capacity only; ``snapshot`` itself when there are none."""
-    spent = {name for name, burn in burns.items() if burn.spent and burn.budget.when_spent == "idle"}
-    return when_spent_idle(snapshot, spent)
+    return when_spent_idle(snapshot, _spent_idle(burns))
+
+
+def _spent_idle(burns: dict[str, Burn]) -> frozenset[str]:
+    return frozenset(name for name, burn in burns.items() if burn.spent and burn.budget.when_spent == "idle")
+
+
+class IdleTerms:
+    """The configuration a pass plans while some ``idle`` budgets are spent (R-72) and its
+    TermsCache, kept while the live configuration and the spent policies stay the same: the
+    planner fills a TermsCache as passes need terms, and one made afresh would have every pass
+    build again the terms the last one built (bench/budgets.py measures the pass with five spent).
+    One per process (the pass loop's)."""
+
+    def __init__(self) -> None:
+        self._key: tuple[Config, frozenset[str]] | None = None
+        self._terms: TermsCache | None = None
+
+    def planned(self, snapshot: Snapshot, burns: dict[str, Burn], terms: TermsCache) -> tuple[Snapshot, TermsCache]:
+        """The snapshot to plan and its terms (``terms``, the live version's, when none is spent)."""
+        spent = _spent_idle(burns)
+        if not spent:
+            return snapshot, terms
+        if self._key is None or self._key[0] is not snapshot.config or self._key[1] != spent:
+            self._key, self._terms = (snapshot.config, spent), TermsCache(served_idle(snapshot.config, spent))
+        planned = when_spent_idle(snapshot, spent)
+        return replace(planned, config=self._terms.config), self._terms
+
+
+IDLE_TERMS = IdleTerms()
 
 
 def marks_due(burns: dict[str, Burn]) -> list[tuple[Burn, int]]:

@@ -24,13 +24,12 @@ from poolweb.collector import collector_paused
 from poolweb.models import PassRecord, SiteState
 from poolweb.selectors.snapshot import load_pass_input
 from poolweb.services import announcement
-from poolweb.services.budgets import PASS_BURNS, engine_input, marks_due, marks_write
+from poolweb.services.budgets import IDLE_TERMS, PASS_BURNS, marks_due, marks_write
 from poolweb.services.payloads import REQUEST_COLUMNS
 from poolweb.services.planned_rows import PlanVoid, planned_rows, write_rows
 from poolweb.services.site import site_locked
 from poolweb.services.totals import PASS_DURATION, histogram_observe, totals_add_pass
 from reconcile import Plan, Snapshot, State, plan
-from reconcile.quota import TermsCache
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +77,9 @@ def _decide_and_write(state: SiteState, now: datetime, dry_run: bool, trigger: s
     news = None if dry_run else announcement.unannounced_changes()  # read before the snapshot
     read = load_pass_input(now, state, also=REQUEST_COLUMNS)  # what it announces too
     burns = PASS_BURNS.burns(read.snapshot.config, now, read.snapshot)  # nothing read without budgets
-    snapshot = engine_input(read.snapshot, burns)  # spent idle policies served last, from idle capacity
-    decided = plan(snapshot, read.version.terms if snapshot is read.snapshot else TermsCache(snapshot.config))
+    # spent idle policies served last, from idle capacity
+    snapshot, terms = IDLE_TERMS.planned(read.snapshot, burns, read.version.terms)
+    decided = plan(snapshot, terms)
     if news is None:  # a dry run writes nothing
         return _result(snapshot, decided, 0, started)
     rows = planned_rows(snapshot, read.waits, decided)

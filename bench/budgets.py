@@ -26,7 +26,7 @@ import statistics
 import sys
 import time
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from bench.engine import A
 from bench.results import child_figures, merge_section, sized

@@ -12,7 +12,6 @@ teams' policies, and everyone else's summed in one row without a name.
 from __future__ import annotations
 
 import bisect
-import threading
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -24,7 +23,7 @@ from poolweb.models import ConfigVersion, UsageDay
 from poolweb.selectors.requests import Audience, audience_of
 from poolweb.selectors.versions import engine_version
 from poolweb.sql.usage import allocation_intervals
-from reconcile.usage import Era, Held, Split, key_seconds, used_by_policy
+from reconcile.usage import Era, Held, Split, key_seconds
 
 GROUPINGS = ("policy", "profile", "pool", "user")
 HOUR, DAY = 3600, 86400
@@ -149,42 +148,10 @@ def _pieces(start: int, stop: int, now: int, parts: tuple[str, ...]) -> list[Pie
     if first >= last:
         return _computed([(start, stop)]) if stop > start else []
     ends = [(a, b) for a, b in ((start, first), (last, stop)) if b > a]
-    return _kept_days(list(range(first, last, DAY)), parts) + _computed(ends)
+    return kept_days(list(range(first, last, DAY)), parts) + _computed(ends)
 
 
-class SettledToday:
-    """Today's used key-seconds by (policy, key) from midnight to a whole hour that ended 15 minutes
-    ago (SETTLE: every change made before it has committed, as for a kept day), for one set of
-    policies: what a pass's burn (``used_since``) would sweep again each time. It grows an hour at a
-    time, each hour swept once, so a pass sweeps only the last 15 to 75 minutes of the history
-    (what it buys: bench/budgets.py). An explicit cache, per process, under a lock (web threads
-    read burns too); ``clear`` for tests that write history into the past."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.clear()
-
-    def clear(self) -> None:
-        self._key: tuple[int, frozenset[str]] | None = None
-        self._until = 0
-        self._used: dict[tuple[str, str], int] = {}
-
-    def used(self, day: int, cut: int, policies: frozenset[str]) -> dict[tuple[str, str], int]:
-        """Of ``policies``, from ``day`` (a midnight) to ``cut`` (a settled whole hour that day)."""
-        with self._lock:
-            if self._key != (day, policies) or self._until > cut:
-                self._key, self._until, self._used = (day, policies), day, {}
-            if cut > self._until:
-                for row, amount in _used_in(self._until, cut, policies).items():
-                    self._used[row] = self._used.get(row, 0) + amount
-                self._until = cut
-            return dict(self._used)
-
-
-SETTLED_TODAY = SettledToday()
-
-
-def _kept_days(days: list[int], parts: tuple[str, ...]) -> list[Piece]:
+def kept_days(days: list[int], parts: tuple[str, ...]) -> list[Piece]:
     """The closed ``days`` (epoch seconds of their starts, in order) as kept, computed and kept when
     missing; of each only ``parts`` are read."""
     if not days:
@@ -197,33 +164,6 @@ def _kept_days(days: list[int], parts: tuple[str, ...]) -> list[Piece]:
     missing = [day for day in days if day not in kept]
     kept.update(zip(missing, _keep(missing)))
     return [kept[day] for day in days]
-
-
-def used_since(starts: Collection[int], now: int, policies: Collection[str]) -> dict[int, dict[tuple[str, str], int]]:
-    """For each of ``starts`` (UTC midnights, epoch seconds, none after ``now``): the key-seconds
-    ``policies`` used from it to ``now``, by (policy, key) — the report's ``used`` by policy, from
-    the same pieces (a budget's burn, reconcile.budgets): the closed days kept (one read of their
-    ``policy`` part), the rest of today, once for all ``starts``, from the history of ``policies``
-    alone."""
-    first = min(starts)
-    last = max(first, (now - SETTLE) // DAY * DAY)
-    days = list(range(first, last, DAY))
-    wanted = set(policies)
-    kept = [{row: figures[0] for row, figures in piece.groups["policy"].items() if row[0] in wanted}
-            for piece in _kept_days(days, ("policy",))]
-    cut = max(last, (now - SETTLE) // HOUR * HOUR)
-    tail = SETTLED_TODAY.used(last, cut, frozenset(wanted))
-    if now > cut:
-        for row, amount in _used_in(cut, now, wanted).items():
-            tail[row] = tail.get(row, 0) + amount
-    found = {}
-    for start in starts:
-        used = dict(tail)
-        for piece in kept[(start - first) // DAY:]:
-            for row, amount in piece.items():
-                used[row] = used.get(row, 0) + amount
-        found[start] = used
-    return found
 
 
 def _keep(days: list[int]) -> list[Piece]:
@@ -270,7 +210,7 @@ def _computed(windows: list[tuple[int, int]]) -> list[Piece]:
         return [piece for run in runs for piece in _computed(run)]
     since = datetime.fromtimestamp(windows[0][0], timezone.utc)
     until = datetime.fromtimestamp(windows[-1][1], timezone.utc)
-    held = _held(windows[0][0], windows[-1][1], None)
+    held = held_in(windows[0][0], windows[-1][1], None)
     held.sort(key=lambda h: h.start)
     eras = _eras(since, until)
     pieces, active, taken = [], [], 0
@@ -286,7 +226,7 @@ def _computed(windows: list[tuple[int, int]]) -> list[Piece]:
     return pieces
 
 
-def _held(start: int, stop: int, policies: Collection[str] | None) -> list[Held]:
+def held_in(start: int, stop: int, policies: Collection[str] | None) -> list[Held]:
     """The allocations overlapping ``[start, stop)`` (of ``policies`` when given), a live one as
     held until ``stop``."""
     decoded: dict[str, Mapping[str, int]] = {}
@@ -295,12 +235,6 @@ def _held(start: int, stop: int, policies: Collection[str] | None) -> list[Held]
                  i.start, i.start, stop if i.stop is None else i.stop)
             for i in allocation_intervals(datetime.fromtimestamp(start, timezone.utc),
                                           datetime.fromtimestamp(stop, timezone.utc), policies)]
-
-
-def _used_in(start: int, stop: int, policies: Collection[str]) -> dict[tuple[str, str], int]:
-    """What a piece's ``policy`` part says is used in ``[start, stop)``, without the split the
-    piece makes beside it (reconcile.usage.used_by_policy)."""
-    return used_by_policy(_held(start, stop, policies), since=start, until=stop)
 
 
 def _piece(held: list[Held], splits: list[Split], start: int, stop: int) -> Piece:

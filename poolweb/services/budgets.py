@@ -10,7 +10,8 @@ from dataclasses import replace
 from datetime import datetime
 
 from poolweb.models import BudgetMark
-from poolweb.selectors.usage import hours_text, used_since
+from poolweb.selectors.burns import used_since
+from poolweb.selectors.usage import hours_text
 from poolweb.services import events
 from poolweb.services.payloads import api_time
 from reconcile import Config, Snapshot

@@ -118,7 +118,7 @@ def test_a_budget_shows_its_burn_down_as_a_bar_and_a_sentence(visit, demo, alice
                             (start + timedelta(hours=3), "released", None)):
         RequestChange.objects.create(request=row, at=at, state=state, reason="Granted", attempt=1, pool=pool)
     from poolweb.models import UsageDay
-    from poolweb.selectors.usage import SETTLED_TODAY
+    from poolweb.selectors.burns import SETTLED_TODAY
 
     UsageDay.objects.all().delete()
     SETTLED_TODAY.clear()

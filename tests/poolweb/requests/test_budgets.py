@@ -19,7 +19,7 @@ from poolweb.services import config as config_services, events
 from poolweb.services.budgets import PASS_BURNS, budget_burns
 from poolweb.services.reconciler import reconcile_pass
 from poolweb.services.triggers import next_wake
-from poolweb.selectors.usage import SETTLED_TODAY
+from poolweb.selectors.burns import SETTLED_TODAY
 from poolweb.selectors.versions import live_config
 from reconcile.budgets import period_of
 from reconcile.model import Budget

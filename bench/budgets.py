@@ -14,6 +14,8 @@ each), and the running requests' grants.
   the burn left out (the pass as before budgets). Each timed pass is rolled back; the three
   alternate; median of ``PASS_REPEAT``, wall time and this process's CPU time (``_cpu_ms``: the
   machine's other load stretches the wall time; on SQLite the CPU time is all of the pass's).
+  Then the same three with no budget spent (``…_none_spent``): the passes decide alike, so the
+  difference is the budgets' cost alone (with five spent, R-72 changes what the pass decides).
 - ``burn_ms``: ``budget_burns`` alone, every policy, days kept.
 Merges figures into the "budgets" section of results.json.
 """
@@ -45,6 +47,12 @@ FIGURES = (  # key, label
     ("pass_budgets_cpu_ms", "a pass with budgets, this process's CPU (ms)"),
     ("pass_budgets_read_cpu_ms", "  the same, the burn read, CPU (ms)"),
     ("pass_no_budgets_cpu_ms", "  baseline: without the burn, CPU (ms)"),
+    ("pass_budgets_ms_none_spent", "none spent: a pass with budgets (ms)"),
+    ("pass_budgets_read_ms_none_spent", "  the same, the burn read (ms)"),
+    ("pass_no_budgets_ms_none_spent", "  baseline: without the burn (ms)"),
+    ("pass_budgets_cpu_ms_none_spent", "none spent: a pass with budgets, CPU (ms)"),
+    ("pass_budgets_read_cpu_ms_none_spent", "  the same, the burn read, CPU (ms)"),
+    ("pass_no_budgets_cpu_ms_none_spent", "  baseline: without the burn, CPU (ms)"),
     ("burn_ms", "  the burn of 50 budgets alone (ms)"),
     ("history_rows", "  history rows this month"),
 )
@@ -62,12 +70,14 @@ def main() -> None:
                  for db in ("sqlite", "postgres")]
         print(f"{label:<52}{shown[0]:>10}{shown[1]:>12}")
     for db in ("sqlite", "postgres"):
-        for key, what in (("pass_budgets", "with budgets"), ("pass_budgets_read", "reading the burn")):
-            for suffix, unit in (("_ms", "wall"), ("_cpu_ms", "CPU")):
-                on, off = figures.get(f"{key}{suffix}_{db}"), figures.get(f"pass_no_budgets{suffix}_{db}")
-                if on and off:
-                    print(f"{db}: a pass {what} is {100 * (on / off - 1):+.1f} % of one without, {unit} "
-                          "(goal: <= +5 %)")
+        for spent in ("", "_none_spent"):
+            for key, what in (("pass_budgets", "with budgets"), ("pass_budgets_read", "reading the burn")):
+                for suffix, unit in (("_ms", "wall"), ("_cpu_ms", "CPU")):
+                    on = figures.get(f"{key}{suffix}{spent}_{db}")
+                    off = figures.get(f"pass_no_budgets{suffix}{spent}_{db}")
+                    if on and off:
+                        print(f"{db}{spent.replace('_', ' ')}: a pass {what} is {100 * (on / off - 1):+.1f} % "
+                              f"of one without, {unit} (goal: <= +5 %)")
     merge_section("budgets", figures, "measured_at")
 
 
@@ -101,6 +111,10 @@ def measure() -> dict[str, float]:
         burn.append((time.perf_counter() - started) * 1000)
     figures = _passes()
     figures.update(burn_ms=statistics.median(burn), history_rows=rows)
+    for policy in document["policies"]:  # none spent: the same decisions with and without the burn
+        policy["budget"]["hours"] = 1_000_000
+    provision(document, user)
+    figures.update({f"{kind}_none_spent": value for kind, value in _passes().items()})
     return figures
 
 

@@ -25,7 +25,7 @@ def used_since(starts: Collection[int], now: int, policies: Collection[str]) -> 
     kept = [{row: figures[0] for row, figures in piece.groups["policy"].items() if row[0] in wanted}
             for piece in kept_days(days, ("policy",))]
     cut = max(last, (now - SETTLE) // HOUR * HOUR)
-    tail = SETTLED_TODAY.used(last, cut, frozenset(wanted))
+    tail = {row: amount for row, amount in SETTLED_TODAY.used(last, cut).items() if row[0] in wanted}
     if now > cut:
         for row, amount in used_in(cut, now, wanted).items():
             tail[row] = tail.get(row, 0) + amount
@@ -46,32 +46,35 @@ def used_in(start: int, stop: int, policies: Collection[str]) -> dict[tuple[str,
 
 
 class SettledToday:
-    """Today's used key-seconds by (policy, key) from midnight to a whole hour that ended 15 minutes
-    ago (SETTLE: every change made before it has committed, as for a kept day), for one set of
-    policies: what a pass's burn (``used_since``) would sweep again each time. It grows an hour at a
-    time, each hour swept once, so a pass sweeps only the last 15 to 75 minutes of the history
-    (what it buys: bench/budgets.py). An explicit cache, per process, under a lock (web threads
-    read burns too); ``clear`` for tests that write history into the past."""
+    """Today's used key-seconds by (policy, key), every policy's, from midnight to a whole hour that
+    ended 15 minutes ago (SETTLE: every change made before it has committed, as for a kept day):
+    what each burn (``used_since``) would sweep again. It grows an hour at a time, each hour swept
+    once, so a pass sweeps only the last 15 to 75 minutes of the history (what it buys:
+    bench/budgets.py). Every policy's, so a submission's burn of one policy and a pass's of all
+    share it. An explicit cache, per process, under a lock (web threads read burns too);
+    ``clear`` for tests that write history into the past."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.clear()
 
     def clear(self) -> None:
-        self._key: tuple[int, frozenset[str]] | None = None
+        self._day: int | None = None
         self._until = 0
         self._used: dict[tuple[str, str], int] = {}
 
-    def used(self, day: int, cut: int, policies: frozenset[str]) -> dict[tuple[str, str], int]:
-        """Of ``policies``, from ``day`` (a midnight) to ``cut`` (a settled whole hour that day)."""
+    def used(self, day: int, cut: int) -> dict[tuple[str, str], int]:
+        """From ``day`` (a midnight) to ``cut`` (a settled whole hour that day); not to be changed."""
         with self._lock:
-            if self._key != (day, policies) or self._until > cut:
-                self._key, self._until, self._used = (day, policies), day, {}
+            if self._day != day or self._until > cut:
+                self._day, self._until, self._used = day, day, {}
             if cut > self._until:
-                for row, amount in used_in(self._until, cut, policies).items():
-                    self._used[row] = self._used.get(row, 0) + amount
-                self._until = cut
-            return dict(self._used)
+                used = dict(self._used)
+                for row, amount in used_by_policy(held_in(self._until, cut, None), since=self._until,
+                                                  until=cut).items():
+                    used[row] = used.get(row, 0) + amount
+                self._used, self._until = used, cut
+            return self._used
 
 
 SETTLED_TODAY = SettledToday()

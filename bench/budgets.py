@@ -88,7 +88,7 @@ def measure() -> dict[str, float]:
     from bench.runtime import _json_ready, _row, provision, setup_database
     from poolweb.models import Request as RequestRow
     from poolweb.selectors.versions import live_config
-    from poolweb.services.budgets import budget_burns
+    from poolweb.selectors.burns import budget_burns
     from reconcile.document_writer import to_document
 
     user = setup_database()

@@ -31,7 +31,8 @@ from poolweb.models import Request as RequestRow
 from poolweb.selectors.live import live_pool_exists, policy_states, pool_queue, pool_running, pool_states
 from poolweb.selectors.requests import audience_of
 from poolweb.selectors.versions import live_config, live_engine_version
-from poolweb.services.budgets import budget_burns, burn_data
+from poolweb.selectors.burns import budget_burns
+from poolweb.services.budgets import burn_data
 from poolweb.services.payloads import PUBLIC_REQUEST_FIELDS, request_data_for
 from reconcile import Config
 from reconcile.document import NAME_PATTERN

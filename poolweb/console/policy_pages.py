@@ -27,7 +27,8 @@ from poolweb.selectors.events import newest_seq
 from poolweb.selectors.live import PolicyState, ScopeUsage, policy_states
 from poolweb.selectors.requests import LIVE_STATES, RequestFilters, audience_of, running_of_policies
 from poolweb.selectors.versions import live_config
-from poolweb.services.budgets import budget_burns, burn_data
+from poolweb.selectors.burns import budget_burns
+from poolweb.services.budgets import burn_data
 from poolweb.services.payloads import policy_state_data
 from reconcile import ALL_POOLS, Config
 from reconcile.quantity import quantity_text

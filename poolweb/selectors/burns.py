@@ -7,9 +7,30 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection
+from datetime import datetime
 
 from poolweb.selectors.usage import DAY, HOUR, SETTLE, held_in, kept_days
+from reconcile import Config
+from reconcile.budgets import Burn, budgets_of, period_of
 from reconcile.usage import used_by_policy
+
+
+def _epoch(moment: datetime) -> int:
+    return int(moment.timestamp() // 1)
+
+
+def budget_burns(config: Config, now: datetime, names: set[str] | None = None) -> dict[str, Burn]:
+    """Policy → its burn at ``now``, for the policies of ``config`` with a budget (of ``names``
+    only, when given); one read of the kept days and one of today's history for them all."""
+    budgets = {name: b for name, b in budgets_of(config).items() if names is None or name in names}
+    if not budgets:
+        return {}
+    periods = {name: period_of(budget, now) for name, budget in budgets.items()}
+    used = used_since({_epoch(p.start) for p in periods.values()}, _epoch(now), budgets)
+    return {name: Burn(name, budget, periods[name], used[_epoch(periods[name].start)].get((name, budget.key), 0))
+            for name, budget in budgets.items()}
+
+
 
 
 def used_since(starts: Collection[int], now: int, policies: Collection[str]) -> dict[int, dict[tuple[str, str], int]]:

@@ -22,7 +22,7 @@ from poolweb.models import DecisionTotal, HistogramTotal, PassRecord
 from poolweb.selectors.health import worker_seen_at
 from poolweb.selectors.live import PolicyState, PolicyUsage, policy_usage
 from poolweb.selectors.versions import live_engine_version
-from poolweb.services.budgets import budget_burns
+from poolweb.selectors.burns import budget_burns
 from reconcile import ALL_POOLS, State
 from reconcile.budgets import Burn
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from poolweb.models import BudgetMark
-from poolweb.selectors.burns import used_since
+from poolweb.selectors.burns import budget_burns
 from poolweb.selectors.usage import hours_text
 from poolweb.services import events
 from poolweb.services.payloads import api_time
@@ -24,18 +24,6 @@ BUDGET_CROSSED = "policy.budget"  # the event of a threshold crossing (docs/even
 
 def _epoch(moment: datetime) -> int:
     return int(moment.timestamp() // 1)
-
-
-def budget_burns(config: Config, now: datetime, names: set[str] | None = None) -> dict[str, Burn]:
-    """Policy → its burn at ``now``, for the policies of ``config`` with a budget (of ``names``
-    only, when given); one read of the kept days and one of today's history for them all."""
-    budgets = {name: b for name, b in budgets_of(config).items() if names is None or name in names}
-    if not budgets:
-        return {}
-    periods = {name: period_of(budget, now) for name, budget in budgets.items()}
-    used = used_since({_epoch(p.start) for p in periods.values()}, _epoch(now), budgets)
-    return {name: Burn(name, budget, periods[name], used[_epoch(periods[name].start)].get((name, budget.key), 0))
-            for name, budget in budgets.items()}
 
 
 class PassBurns:

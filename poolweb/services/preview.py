@@ -10,7 +10,8 @@ from django.utils import timezone
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.snapshot import load_pass_input
 from poolweb.selectors.versions import draft_get
-from poolweb.services.budgets import budget_burns, burn_data, engine_input
+from poolweb.selectors.burns import budget_burns
+from poolweb.services.budgets import burn_data, engine_input
 from poolweb.services.validation import refusal_errors, validate_document
 from reconcile import Request
 from reconcile.budgets import Burn, budgets_of

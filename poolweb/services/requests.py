@@ -30,7 +30,8 @@ from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import request_by_idempotency_key, submitter_of
 from poolweb.selectors.versions import EngineVersion, live_engine_version
 from poolweb.services import audit, events
-from poolweb.services.budgets import budget_burns, refusal as budget_refusal
+from poolweb.selectors.burns import budget_burns
+from poolweb.services.budgets import refusal as budget_refusal
 from poolweb.services.request_acts import (  # noqa: F401 (the refusals callers of these calls catch)
     ActionRefused, RequestConflict, RequestNotFound, RequestNotLive, fresh, owner_detail, request_act,
 )

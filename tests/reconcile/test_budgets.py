@@ -36,7 +36,7 @@ def test_periods_are_utc_calendar_periods(period, now, start, end):
     assert tuple(period_of(Budget(1000, period), now)) == (start, end)
 
 
-def test_a_burn_reaches_its_thresholds_exactly_and_is_spent_at_its_budget():
+def test_r70_r73_a_burn_reaches_its_thresholds_exactly_and_is_spent_at_its_budget():
     budget = Budget(hours=10_000, period="day")  # 10 GPU-hours
     period = period_of(budget, utc(2026, 12, 4))
     reached = [Burn("dev", budget, period, used).reached for used in (5 * HOUR - 1, 5 * HOUR, 8 * HOUR, 10 * HOUR - 1)]
@@ -53,7 +53,7 @@ def test_the_text_says_the_burn_the_budget_and_the_reset():
     assert burn.text == "612.5 of 1,000 GPU-hours this month, resets 1 Jan"
 
 
-def test_the_next_reset_is_the_earliest_budgets_period_end():
+def test_r74_the_next_reset_is_the_earliest_budgets_period_end():
     cfg = config(replace(policy("a"), budget=Budget(1000, "month")), replace(policy("b"), budget=Budget(1000, "day")),
                  policy("c"))
     assert next_reset(cfg, utc(2026, 12, 4, 18)) == utc(2026, 12, 5)

@@ -65,7 +65,7 @@ def submit(user, profile: str = "job", **body):
     return response.json()
 
 
-def test_the_burn_is_the_usage_reports_used_exactly(alice, bob):
+def test_r70_the_burn_is_the_usage_reports_used_exactly(alice, bob):
     budgeted(alice, 1)
     used(bob, 36)
     used(bob, 90, gpu=2, after=100)
@@ -234,7 +234,7 @@ def test_a_pass_reads_the_burn_again_only_when_a_threshold_could_have_been_cross
     assert len(reads) == 2
 
 
-def test_the_preview_shows_a_budget_change_with_the_current_burn_and_plans_as_a_pass_would(alice, bob):
+def test_r72_the_preview_shows_a_budget_change_with_the_current_burn_and_plans_as_a_pass_would(alice, bob):
     from tests.poolweb.conftest import request_row
 
     budgeted(alice, 1000, when_spent="idle", dev_priority=20)

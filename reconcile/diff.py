@@ -9,7 +9,7 @@ its fields with the value before and after (``None``: absent). The fields of an 
 - profile: ``display_name``, ``description``, ``resources.<key>``, ``dynamic``, ``connections`` (the pool
   precedence), ``connections[<pool>].name``, ``policies`` (the policy rank);
 - policy: ``display_name``, ``description``, ``group``, ``priority``, ``quotas[<scope>/<key>].reserved`` and
-  ``.limit``.
+  ``.limit``, ``budget.key``, ``.hours``, ``.period`` and ``.when_spent`` (all absent without a budget).
 
 Quantities are shown as the API writes them (``format_quantity``), orders as tuples of names.
 The configurations are those ``parse_document`` returns, whose execution orders are complete.
@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import NamedTuple, Union
 
+from .budgets import budget_document
 from .model import Config, Policy, Pool, Profile
 from .quantity import format_quantity
 
@@ -134,6 +135,8 @@ def policy_fields(policy: Policy) -> dict[str, Value]:
     for row in policy.quotas:
         for name, amount in (("reserved", row.reserved), ("limit", row.limit)):
             fields[f"quotas[{row.scope}/{row.key}].{name}"] = None if amount is None else format_quantity(amount)
+    if policy.budget is not None:
+        fields.update({f"budget.{name}": value for name, value in budget_document(policy.budget).items()})
     return fields
 
 

@@ -60,6 +60,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .budgets import read_budget
 from .document_checks import Issue, Reading, brief, check_references, check_semantics, check_totals
 from .document_checks import check_warnings, json_type, show
 from .document_writer import full_orders
@@ -93,7 +94,7 @@ DOCUMENT_FIELDS = Fields(("pools", "profiles", "policies"), ("version",))
 POOL_FIELDS = Fields(("name",), ("display_name", "capacity", "description", "execution_order", "labels"))
 PROFILE_FIELDS = Fields(("name", "connections"), ("display_name", "resources", "policies", "description", "dynamic"))
 CONNECTION_FIELDS = Fields(("pool",), ("name",))
-POLICY_FIELDS = Fields(("name",), ("display_name", "group", "quotas", "description", "priority"))
+POLICY_FIELDS = Fields(("name",), ("display_name", "group", "quotas", "description", "priority", "budget"))
 QUOTA_FIELDS = Fields(("key",), ("scope", "reserved", "limit"))
 
 
@@ -215,6 +216,7 @@ def _read_policy(reading: Reading, raw: object, path: str) -> Policy:
         quotas=quotas,
         group=_text(reading, obj, path, "group", MAX_GROUP, required=True),
         description=_text(reading, obj, path, "description", MAX_DESCRIPTION),
+        budget=None if obj.get("budget") is None else read_budget(reading, obj["budget"], f"{path}.budget"),
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .budgets import budget_document
 from .model import Config, Policy, Pool, Profile, Quota
 from .quantity import format_quantity
 
@@ -45,7 +46,12 @@ def _policy_document(policy: Policy) -> dict[str, Any]:
     # An absent group is "" and a given one must not be empty, so "" is written by leaving it out.
     group = {"group": policy.group} if policy.group else {}
     return {"name": policy.name, **_display(policy), "description": policy.description, **group, "priority": policy.priority,
-            "quotas": [_quota_document(row) for row in policy.quotas]}
+            "quotas": [_quota_document(row) for row in policy.quotas], **_budget(policy)}
+
+
+def _budget(policy: Policy) -> dict[str, Any]:
+    """A budget is written only when there is one, as display names are."""
+    return {} if policy.budget is None else {"budget": budget_document(policy.budget)}
 
 
 def _profile_document(profile: Profile) -> dict[str, Any]:

@@ -102,6 +102,18 @@ class Quota:
 
 
 @dataclass(frozen=True, slots=True)
+class Budget:
+    """Key-hours a policy may use per UTC calendar period (``reconcile.budgets``): ``hours`` in
+    thousandths (a quantity), ``period`` day, week (from Monday) or month, and what happens once
+    they are spent: ``refuse`` new submissions, or serve them only from ``idle`` capacity."""
+
+    hours: int
+    period: str
+    key: str = "gpu"
+    when_spent: str = "refuse"
+
+
+@dataclass(frozen=True, slots=True)
 class Policy(Labelled):
     name: str
     priority: int = 0
@@ -109,6 +121,7 @@ class Policy(Labelled):
     group: str = ""
     description: str = ""
     display_name: str = ""  # what people read; "" when it is the name
+    budget: Budget | None = None  # None: no budget, nothing is counted against it
 
 
 @dataclass(frozen=True, slots=True)

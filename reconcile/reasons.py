@@ -25,6 +25,8 @@ class Reason(enum.StrEnum):
     RESOURCE_NOT_IN_POOL = "ResourceNotInPool"
     EXCEEDS_LIMIT = "ExceedsLimit"
     EXCEEDS_RESERVED = "ExceedsReserved"
+    # Refused at submission by the policy's spent budget, not by eligibility.
+    BUDGET_SPENT = "BudgetSpent"
     # Why a request stopped or moved.
     PREEMPTED_BY_PRIORITY = "PreemptedByPriority"
     RECLAIMED = "Reclaimed"

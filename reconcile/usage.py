@@ -22,7 +22,7 @@ Split(used={'gpu': 21600000, 'step_run': 3600000}, in_share={'gpu': 14400000}, b
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -103,6 +103,20 @@ def key_seconds(held: Sequence[Held], eras: Sequence[Era], *, since: int, until:
     for policy in sorted(policies):
         _Sweep(policy, held, by_policy.get(policy, []), splits, reservations).run(eras, since, until)
     return KeySeconds(splits, reservations)
+
+
+def used_by_policy(held: Iterable[Held], *, since: int, until: int) -> dict[tuple[str, str], int]:
+    """``key_seconds``' ``used`` within ``[since, until)`` summed by (policy, key), without the
+    split (a budget's burn, reconcile.budgets R-70): ``_used`` is both's one definition.
+
+    >>> used_by_policy([Held(1, "ml", "job", 7, "dc", {"gpu": 6000}, 0, 0, 3600)], since=1800, until=7200)
+    {('ml', 'gpu'): 10800000}
+    """
+    found: dict[tuple[str, str], int] = {}
+    for h in held:
+        for key, amount in _used(h, since, until).items():
+            found[h.policy, key] = found.get((h.policy, key), 0) + amount
+    return found
 
 
 def _used(h: Held, since: int, until: int) -> dict[str, int]:

@@ -201,10 +201,21 @@ def cmd_policies(args: argparse.Namespace, out: Output) -> int:
             for p in policies for s in p.scopes]
     rows += [[p.name, number_cell(p.priority), p.group, "*", "", "", "", "", "", number_cell(p.pending),
               number_cell(p.running)] for p in policies if not p.scopes]  # no quota: no usage rows
-    out.result([p.to_json() for p in policies],
-               lambda: out.table(["policy", "priority", "group", "scope", "key", "usage", "reserved", "limit",
-                                  "borrowed", "pending", "running"], rows) if rows else "no policies")
+    budgets = [printable(f"{p.name} budget: {p.budget.text} ({p.budget.percent} %)"
+                         + (f"; spent: {SPENT[p.budget.when_spent]}" if p.budget.spent else ""))
+               for p in policies if p.budget is not None]
+
+    def human() -> str:
+        table = out.table(["policy", "priority", "group", "scope", "key", "usage", "reserved", "limit",
+                           "borrowed", "pending", "running"], rows) if rows else "no policies"
+        return "\n".join([table, *([""] + budgets if budgets else [])])
+
+    out.result([p.to_json() for p in policies], human)
     return 0
+
+
+SPENT = {"refuse": "new requests are refused until it resets",
+         "idle": "served last, from idle capacity only, until it resets"}
 
 
 def cmd_usage(args: argparse.Namespace, out: Output) -> int:

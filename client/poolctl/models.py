@@ -149,6 +149,23 @@ class ScopeUsage(Result):
 
 
 @dataclass(frozen=True)
+class BudgetBurn(Result):
+    """A policy's budget and its burn in the current period (``GET /policies``' ``budget``)."""
+
+    key: str
+    hours: float
+    period: str
+    when_spent: str = "refuse"
+    period_start: str = ""
+    resets_at: str = ""
+    used: str = "0.000"  # key-hours, three decimals
+    used_exact: int = 0  # milli-units × seconds
+    percent: int = 0
+    spent: bool = False
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class PolicyState(Result):
     """A policy's live state (``GET /policies``)."""
 
@@ -159,12 +176,21 @@ class PolicyState(Result):
     pending: int = 0
     running: int = 0
     scopes: tuple[ScopeUsage, ...] = ()
+    budget: BudgetBurn | None = None  # only a policy with a budget has one
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PolicyState:
         values = _known(cls, data)
         values["scopes"] = tuple(ScopeUsage(**_known(ScopeUsage, s)) for s in data.get("scopes", ()))
+        if data.get("budget") is not None:
+            values["budget"] = BudgetBurn(**_known(BudgetBurn, data["budget"]))
         return cls(**values)
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        if self.budget is None:  # as the server writes it: no field
+            del data["budget"]
+        return data
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ anyone else's only the public fields (docs/api.md §4, ``services.payloads.reque
 from __future__ import annotations
 
 from django.urls import path
+from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -29,7 +30,9 @@ from poolweb.api.representations import LivePoolSerializer, PolicyStateSerialize
 from poolweb.models import Request as RequestRow
 from poolweb.selectors.live import live_pool_exists, policy_states, pool_queue, pool_running, pool_states
 from poolweb.selectors.requests import audience_of
-from poolweb.selectors.versions import live_config
+from poolweb.selectors.versions import live_config, live_engine_version
+from poolweb.selectors.burns import budget_burns
+from poolweb.services.budgets import burn_data
 from poolweb.services.payloads import PUBLIC_REQUEST_FIELDS, request_data_for
 from reconcile import Config
 from reconcile.document import NAME_PATTERN
@@ -112,7 +115,13 @@ class PolicyListView(CatchUpOnRead, APIView):
     @extend_schema(operation_id="policies_list", tags=["live"],
                    responses={200: PolicyStateSerializer(many=True), 401: LiveErrorSerializer})
     def get(self, request: Request) -> Response:
-        return Response(PolicyStateSerializer(policy_states(), many=True).data)
+        version = live_engine_version()
+        burns = budget_burns(version.config, timezone.now())
+        data = PolicyStateSerializer(policy_states(version=version), many=True).data
+        for entry in data:  # a policy without a budget has no such field: its entry is as before budgets
+            if entry["name"] in burns:
+                entry["budget"] = burn_data(burns[entry["name"]])
+        return Response(data)
 
 
 urlpatterns = [

@@ -82,6 +82,8 @@ def preview_data(result: DraftPreview) -> dict:
                      for r in result.preview.refusals],
         **{name: [_entry(d, result) for d in group] for name, group in groups.items()},
         "usage": _usage_changes(result.preview.usage_before, result.preview.usage_after),
+        # Only when the draft changes a budget: a preview without one is as it was before budgets.
+        **({"budgets": [b.data() for b in result.budgets]} if result.budgets else {}),
     }
 
 

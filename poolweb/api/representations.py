@@ -120,6 +120,22 @@ class ScopeUsageSerializer(serializers.Serializer):
     running = serializers.IntegerField(help_text="The policy's live requests at this scope.")
 
 
+class BudgetSerializer(serializers.Serializer):
+    """A policy's budget and its burn now (docs/scheduling.md §8a)."""
+
+    key = serializers.CharField()
+    hours = QuantityField(help_text="Key-hours per period.")
+    period = serializers.ChoiceField(["day", "week", "month"], help_text="UTC calendar period; a week starts Monday.")
+    when_spent = serializers.ChoiceField(["refuse", "idle"])
+    period_start = serializers.DateTimeField()
+    resets_at = serializers.DateTimeField(help_text="When the next period starts and the burn is 0 again.")
+    used = serializers.CharField(help_text="Key-hours used in the period so far, three decimals (as GET /usage).")
+    used_exact = serializers.IntegerField(help_text="The same in milli-units × seconds.")
+    percent = serializers.IntegerField(help_text="Whole percent of the budget used, rounded down.")
+    spent = serializers.BooleanField()
+    text = serializers.CharField(help_text='"612 of 1,000 GPU-hours this month, resets 1 Jan"')
+
+
 class PolicyStateSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
@@ -128,6 +144,7 @@ class PolicyStateSerializer(serializers.Serializer):
     pending = serializers.IntegerField()
     running = serializers.IntegerField()
     scopes = ScopeUsageSerializer(many=True)
+    budget = BudgetSerializer(required=False, help_text="Only for a policy with a budget; not in policy.updated.")
 
     def to_representation(self, state) -> dict:
         return policy_state_data(state)

@@ -88,7 +88,7 @@ def preview_sections(result: DraftPreview, changes: Sequence[Change] | None) -> 
               for key, attribute, title, meaning in PREVIEW_GROUPS]
     return {"valid": result.valid, "errors": result.errors, "groups": groups,
             "usage": _usage_lines(result.preview) if result.preview else [],
-            "decided": any(group["requests"] for group in groups),
+            "decided": any(group["requests"] for group in groups), "budgets": result.budgets,
             "changes": None if changes is None else [str(change) for change in changes]}
 
 

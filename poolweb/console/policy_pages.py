@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from poolweb.console.request_pages import filters_query
@@ -26,6 +27,8 @@ from poolweb.selectors.events import newest_seq
 from poolweb.selectors.live import PolicyState, ScopeUsage, policy_states
 from poolweb.selectors.requests import LIVE_STATES, RequestFilters, audience_of, running_of_policies
 from poolweb.selectors.versions import live_config
+from poolweb.selectors.burns import budget_burns
+from poolweb.services.budgets import burn_data
 from poolweb.services.payloads import policy_state_data
 from reconcile import ALL_POOLS, Config
 from reconcile.quantity import quantity_text
@@ -102,6 +105,32 @@ def _text(number: int | float | None) -> str | None:
 
 
 @dataclass(frozen=True)
+class BudgetBar:
+    """A policy's budget burn-down (``GET /policies``' ``budget``): its sentence, the bar's fill in
+    whole percent (at most 100), and what a spent budget does now."""
+
+    text: str
+    percent: int
+    spent: bool
+    when_spent: str
+
+    @property
+    def filled(self) -> int:
+        return min(100, self.percent)
+
+    @property
+    def spent_text(self) -> str:
+        if not self.spent:
+            return ""
+        return ("spent: new requests are refused" if self.when_spent == "refuse"
+                else "spent: served last, from idle capacity only")
+
+
+def budget_bar(data: dict) -> BudgetBar:
+    return BudgetBar(data["text"], data["percent"], data["spent"], data["when_spent"])
+
+
+@dataclass(frozen=True)
 class PolicyView:
     state: PolicyState
     bars: tuple[UsageBar, ...]
@@ -109,6 +138,7 @@ class PolicyView:
     more_running: int  # live requests not listed
     requests_query: str  # /requests/ filtered to its running requests
     group_managed: bool = False  # the company directory says who is in its group (DirectoryGroup)
+    budget: BudgetBar | None = None
 
     @property
     def rows(self) -> str:
@@ -123,7 +153,9 @@ def policy_views(user, names: list[str] | None = None) -> list[PolicyView]:
     for shown, _ in running.values():
         for row in shown:  # decision 15: another team's request shows no name, owner or labels
             row.hidden = not audience.sees_details(row.owner_id, row.policy)
-    capacity = capacities(live_config())
+    config = live_config()
+    capacity = capacities(config)
+    burns = budget_burns(config, timezone.now(), None if names is None else set(names))
     managed = managed_group_names()
     views = []
     for state in states:
@@ -133,7 +165,8 @@ def policy_views(user, names: list[str] | None = None) -> list[PolicyView]:
         views.append(PolicyView(state, bars,
                                 tuple(shown), total - len(shown),
                                 filters_query(RequestFilters(states=LIVE_STATES, policy=state.name)),
-                                state.group in managed))
+                                state.group in managed,
+                                budget_bar(burn_data(burns[state.name])) if state.name in burns else None))
     return views
 
 

@@ -52,6 +52,7 @@ class _Collector:
         readings = self.readings
         yield _requests(readings)
         yield from _policies(readings)
+        yield from _budgets(readings)
         yield from _decisions(readings)
         yield from _histograms(readings)
         yield from _passes(readings)
@@ -83,6 +84,20 @@ def _policies(readings: Readings) -> Iterator[Metric]:
             if row.limit is not None:
                 limit.add_metric(at, row.limit / MILLI)
     yield from (usage, borrowed, reserved, limit)
+
+
+def _budgets(readings: Readings) -> Iterator[Metric]:
+    """Each budget and its burn in the current period, in key-hours (docs/scheduling.md §8a)."""
+    labels = ["policy", "key", "period"]
+    budget = GaugeMetricFamily("poolweb_policy_budget_hours", "Key-hours the policy may use per period",
+                               labels=labels)
+    used = GaugeMetricFamily("poolweb_policy_budget_used_hours", "Key-hours the policy used in the current "
+                             "period so far (its burn, R-70)", labels=labels)
+    for burn in readings.budgets:
+        at = [burn.policy, burn.budget.key, burn.budget.period]
+        budget.add_metric(at, burn.budget.hours / MILLI)
+        used.add_metric(at, burn.used / 3_600_000)
+    yield from (budget, used)
 
 
 def _decisions(readings: Readings) -> Iterator[Metric]:

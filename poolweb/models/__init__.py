@@ -13,9 +13,10 @@ from poolweb.models.config import (
     KEY_LENGTH, NAME_LENGTH, ConfigVersion, Connection, Draft, Policy, Pool, Profile, Queue, Quota, SiteState,
 )
 from poolweb.models.requests import Event, PassRecord, PassTaskFlag, Request, RequestChange, UnannouncedChange
-from poolweb.models.totals import DecisionTotal, HistogramTotal, UsageDay
+from poolweb.models.totals import BudgetMark, DecisionTotal, HistogramTotal, UsageDay
 
 __all__ = [
+    "BudgetMark",
     "KEY_LENGTH",
     "NAME_LENGTH",
     "ConfigVersion",

@@ -85,6 +85,7 @@ class Policy(models.Model):
     description = models.TextField(blank=True)
     group_name = models.CharField(max_length=150, blank=True, db_index=True)
     priority = models.IntegerField(default=0)
+    budget = models.JSONField(null=True, blank=True)  # the document's budget object; null: none
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["version", "name"], name="policy_name_per_version")]

@@ -59,3 +59,14 @@ class UsageDay(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["day", "part"], name="one_usage_day_part")]
+
+
+class BudgetMark(models.Model):
+    """The highest threshold (50, 80, 100 percent) of a policy's budget announced in the period
+    that starts at ``period_start`` (R-73), one row per policy: a pass writes it with the event, in
+    its transaction, so each crossing is announced once per period, and only when the pass
+    committed; a row of an earlier period counts as none."""
+
+    policy = models.CharField(max_length=NAME_LENGTH, unique=True)
+    period_start = models.DateTimeField()
+    threshold = models.PositiveSmallIntegerField()

@@ -10,16 +10,21 @@ too; the stored totals (two); the last pass record and the worker's last pass ta
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple
 
 from collections import Counter
 
+from django.utils import timezone
+
 from poolweb.models import DecisionTotal, HistogramTotal, PassRecord
 from poolweb.selectors.health import worker_seen_at
 from poolweb.selectors.live import PolicyState, PolicyUsage, policy_usage
+from poolweb.selectors.versions import live_engine_version
+from poolweb.selectors.burns import budget_burns
 from reconcile import ALL_POOLS, State
+from reconcile.budgets import Burn
 
 PENDING = State.PENDING.value
 
@@ -54,12 +59,15 @@ class Readings:
     histograms: list[Histogram]
     last_pass: PassRecord | None
     worker_seen_at: datetime | None
+    budgets: list[Burn] = field(default_factory=list)  # each budget's burn now (docs/scheduling.md R-70)
 
 
 def metric_readings() -> Readings:
-    usage = policy_usage()
+    version = live_engine_version()
+    usage = policy_usage(version=version)
     return Readings(request_counts(usage), usage.policies, decision_counts(), histograms(),
-                    PassRecord.objects.order_by("-started_at").first(), worker_seen_at())
+                    PassRecord.objects.order_by("-started_at").first(), worker_seen_at(),
+                    list(budget_burns(version.config, timezone.now()).values()))
 
 
 def request_counts(usage: PolicyUsage) -> list[RequestCount]:

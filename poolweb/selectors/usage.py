@@ -12,7 +12,7 @@ teams' policies, and everyone else's summed in one row without a name.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -147,16 +147,23 @@ def _pieces(start: int, stop: int, now: int, parts: tuple[str, ...]) -> list[Pie
     last = min(stop, now - SETTLE) // DAY * DAY
     if first >= last:
         return _computed([(start, stop)]) if stop > start else []
-    days = list(range(first, last, DAY))
+    ends = [(a, b) for a, b in ((start, first), (last, stop)) if b > a]
+    return kept_days(list(range(first, last, DAY)), parts) + _computed(ends)
+
+
+def kept_days(days: list[int], parts: tuple[str, ...]) -> list[Piece]:
+    """The closed ``days`` (epoch seconds of their starts, in order) as kept, computed and kept when
+    missing; of each only ``parts`` are read."""
+    if not days:
+        return []
     found: dict[int, dict[str, list]] = {}
-    for day, part, data in UsageDay.objects.filter(day__gte=_date(first), day__lt=_date(last), method=METHOD,
+    for day, part, data in UsageDay.objects.filter(day__gte=_date(days[0]), day__lte=_date(days[-1]), method=METHOD,
                                                    part__in=parts).values_list("day", "part", "data"):
         found.setdefault(_epoch(datetime.combine(day, datetime.min.time(), timezone.utc)), {})[part] = data
     kept = {day: Piece.from_parts(data) for day, data in found.items() if len(data) == len(parts)}
     missing = [day for day in days if day not in kept]
     kept.update(zip(missing, _keep(missing)))
-    ends = [(a, b) for a, b in ((start, first), (last, stop)) if b > a]
-    return [kept[day] for day in days] + _computed(ends)
+    return [kept[day] for day in days]
 
 
 def _keep(days: list[int]) -> list[Piece]:
@@ -203,12 +210,7 @@ def _computed(windows: list[tuple[int, int]]) -> list[Piece]:
         return [piece for run in runs for piece in _computed(run)]
     since = datetime.fromtimestamp(windows[0][0], timezone.utc)
     until = datetime.fromtimestamp(windows[-1][1], timezone.utc)
-    decoded: dict[str, Mapping[str, int]] = {}
-    stop_all = windows[-1][1]
-    held = [Held(i.request, i.policy, i.profile, i.owner, i.pool,
-                 decoded.get(i.resources) or decoded.setdefault(i.resources, orjson.loads(i.resources)),
-                 i.start, i.start, stop_all if i.stop is None else i.stop)
-            for i in allocation_intervals(since, until)]
+    held = held_in(windows[0][0], windows[-1][1], None)
     held.sort(key=lambda h: h.start)
     eras = _eras(since, until)
     pieces, active, taken = [], [], 0
@@ -222,6 +224,17 @@ def _computed(windows: list[tuple[int, int]]) -> list[Piece]:
         piece.reservations = {row: [r.reserved, r.idle] for row, r in found.reservations.items()}
         pieces.append(piece)
     return pieces
+
+
+def held_in(start: int, stop: int, policies: Collection[str] | None) -> list[Held]:
+    """The allocations overlapping ``[start, stop)`` (of ``policies`` when given), a live one as
+    held until ``stop``."""
+    decoded: dict[str, Mapping[str, int]] = {}
+    return [Held(i.request, i.policy, i.profile, i.owner, i.pool,
+                 decoded.get(i.resources) or decoded.setdefault(i.resources, orjson.loads(i.resources)),
+                 i.start, i.start, stop if i.stop is None else i.stop)
+            for i in allocation_intervals(datetime.fromtimestamp(start, timezone.utc),
+                                          datetime.fromtimestamp(stop, timezone.utc), policies)]
 
 
 def _piece(held: list[Held], splits: list[Split], start: int, stop: int) -> Piece:

@@ -21,6 +21,7 @@ from poolweb.models import (
 )
 from poolweb.sql import api_calls
 from reconcile import Config, Policy, Pool, Profile, Quota, Vector
+from reconcile.budgets import budget_of
 from reconcile.quota import TermsCache
 
 
@@ -201,7 +202,8 @@ def config_from_rows(version: ConfigVersion) -> Config:
                   for p in PoolRow.objects.filter(version=version).order_by("id"))
     profiles = tuple(_profile(p, sorted(connections[p.id]), ranked[p.id])
                      for p in ProfileRow.objects.filter(version=version).order_by("id"))
-    policies = tuple(Policy(p.name, p.priority, tuple(quotas[p.id]), p.group_name, p.description, p.display_name)
+    policies = tuple(Policy(p.name, p.priority, tuple(quotas[p.id]), p.group_name, p.description, p.display_name,
+                            None if p.budget is None else budget_of(p.budget))
                      for p in PolicyRow.objects.filter(version=version).order_by("id"))
     return Config(pools, profiles, policies)
 

@@ -37,6 +37,7 @@ from poolweb.services.validation import (
     validate_for_provision,
 )
 from reconcile import Config
+from reconcile.budgets import budget_document
 from reconcile.diff import diff, summarize
 from reconcile.document import Issue
 from reconcile.document_writer import to_document
@@ -231,7 +232,8 @@ def _write_rows(version: ConfigVersion, config: Config) -> None:
                     resources=dict(p.resources), dynamic=p.dynamic) for p in config.profiles])}
     policies = {row.name: row for row in PolicyRow.objects.bulk_create(
         [PolicyRow(version=version, name=p.name, display_name=p.display_name, description=p.description,
-                   group_name=p.group, priority=p.priority) for p in config.policies])}
+                   group_name=p.group, priority=p.priority,
+                   budget=None if p.budget is None else json_ready(budget_document(p.budget))) for p in config.policies])}
     Connection.objects.bulk_create([
         Connection(profile=profiles[p.name], pool=pools[pool], name=_connection_name(p.connection_names, j, pool),
                    precedence=j, execution_position=config.execution_index[(pool, p.name)])

@@ -24,6 +24,7 @@ from poolweb.collector import collector_paused
 from poolweb.models import PassRecord, SiteState
 from poolweb.selectors.snapshot import load_pass_input
 from poolweb.services import announcement
+from poolweb.services.budgets import IDLE_TERMS, PASS_BURNS, marks_due, marks_write
 from poolweb.services.payloads import REQUEST_COLUMNS
 from poolweb.services.planned_rows import PlanVoid, planned_rows, write_rows
 from poolweb.services.site import site_locked
@@ -75,19 +76,23 @@ def _decide_and_write(state: SiteState, now: datetime, dry_run: bool, trigger: s
     the past)."""
     news = None if dry_run else announcement.unannounced_changes()  # read before the snapshot
     read = load_pass_input(now, state, also=REQUEST_COLUMNS)  # what it announces too
-    snapshot = read.snapshot
-    decided = plan(snapshot, read.version.terms)
+    burns = PASS_BURNS.burns(read.snapshot.config, now, read.snapshot)  # nothing read without budgets
+    # R-72: spent idle policies served last, from idle capacity
+    snapshot, terms = IDLE_TERMS.planned(read.snapshot, burns, read.version.terms)
+    decided = plan(snapshot, terms)
     if news is None:  # a dry run writes nothing
         return _result(snapshot, decided, 0, started)
     rows = planned_rows(snapshot, read.waits, decided)
     announcement.add_plan(news, snapshot, read.waits, decided)
-    if not (rows.columns or news.pools or news.policies):
+    due = marks_due(burns)  # R-73: thresholds crossed since the last pass
+    if not (rows.columns or news.pools or news.policies or due):
         return _result(snapshot, decided, 0, started)
     announcement.prepare(news, read, decided, rows)  # outside the write lock
     with transaction.atomic():  # on SQLite the write lock, from here to the commit only
         leases = write_rows(rows)
         totals_add_pass(decided=decided, requests=rows.requests, written=rows.columns)  # what committed only
         announcement.publish(news, read.version, decided, rows, leases)
+        marks_write(due)
         result = _result(snapshot, decided, rows.conflicts, started)
         if rows.columns or rows.conflicts:
             _record(result, now, trigger)

@@ -30,13 +30,16 @@ from poolweb.models import Request as RequestRow
 from poolweb.selectors.requests import request_by_idempotency_key, submitter_of
 from poolweb.selectors.versions import EngineVersion, live_engine_version
 from poolweb.services import audit, events
+from poolweb.selectors.burns import budget_burns
+from poolweb.services.budgets import refusal as budget_refusal
 from poolweb.services.request_acts import (  # noqa: F401 (the refusals callers of these calls catch)
     ActionRefused, RequestConflict, RequestNotFound, RequestNotLive, fresh, owner_detail, request_act,
 )
 from poolweb.services.triggers import reconcile_soon
 from poolweb.sql import api_calls
 from reconcile import Config, Reason, State, Vector, lifecycle
-from reconcile.quota import eligibility
+from reconcile.budgets import Burn
+from reconcile.quota import Ineligible, eligibility
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +141,7 @@ class Intake:
         self._live: EngineVersion | None = None
         self._acting_for: dict[str, api_calls.ActingFor] = {}
         self._standing: dict[int, api_calls.Submitter] = {}
+        self._burns: dict[str, Burn | None] = {}
 
     def row(self, submission: SubmissionSource, idempotency_key: str | None) -> RequestRow:
         """The request to store (``request_row``), unsaved, or why not:
@@ -165,10 +169,16 @@ class Intake:
             raise PermissionDenied(f"{who} not submit to policy {read.policy}: {are} not in its group "
                                    f"{config.policy[read.policy].group or '(none)'}")
         row = request_row(user=holder, submission=read, live=self._live, idempotency_key=idempotency_key,
-                          submitted_by=self.user if on_behalf else None)
+                          submitted_by=self.user if on_behalf else None, burn=self._burn(read.policy))
         pending = row.state == State.PENDING.value
         self._standing[holder.pk] = standing._replace(pending=standing.pending + pending)
         return row
+
+    def _burn(self, policy: str) -> Burn | None:
+        """The policy's budget burn (R-71), read once per policy for a whole batch."""
+        if policy not in self._burns:
+            self._burns.update(budget_burns(self._live.config, timezone.now(), {policy}) or {policy: None})
+        return self._burns[policy]
 
     def _owner(self, username: str):
         if username not in self._acting_for:
@@ -190,18 +200,23 @@ def owner_of(found: api_calls.ActingFor, username: str):
 def request_create(*, user, submission: Submission, live: EngineVersion, idempotency_key: str | None = None,
                    submitted_by=None) -> tuple[RequestRow, bool]:
     """Store a submission for its owner ``user`` (``request_row``); the pass judges it later."""
+    burn = budget_burns(live.config, timezone.now(), {submission.policy}).get(submission.policy)
     return stored_or_earlier(request_row(user=user, submission=submission, live=live,
-                                         idempotency_key=idempotency_key, submitted_by=submitted_by),
+                                         idempotency_key=idempotency_key, submitted_by=submitted_by, burn=burn),
                              account=submitted_by or user)
 
 
 def request_row(*, user, submission: Submission, live: EngineVersion, idempotency_key: str | None = None,
-                submitted_by=None) -> RequestRow:
+                submitted_by=None, burn: Burn | None = None) -> RequestRow:
     """A submission for its owner ``user`` as the row to store: ``rejected`` with its reason when
-    it can never run (R-14), else ``pending``. ``submitted_by``, the account that submitted it for
-    ``user``, is named in the request and in its first history entry (the audit, decision 131)."""
+    it can never run (R-14) or its policy's budget ``burn`` is spent (R-71), else ``pending``.
+    ``submitted_by``, the account that submitted it for ``user``, is named in the request and in
+    its first history entry (the audit, decision 131)."""
     s, now = submission, timezone.now()
     _, failure = eligibility(live.terms, s.policy, s.profile, s.resources, s.preemptible)
+    spent = budget_refusal(burn, s.preemptible) if failure is None else None
+    if spent is not None:
+        failure = Ineligible(Reason.BUDGET_SPENT, spent)
     fields = dict(owner=user, policy=s.policy, profile=s.profile, resources=dict(s.resources),
                   preemptible=s.preemptible, max_retries=s.max_retries, lease_seconds=s.lease_seconds, name=s.name,
                   labels=s.labels or {}, submitted_at=now, idempotency_key=idempotency_key,

@@ -44,7 +44,9 @@ from poolweb.models import PassRecord, PassTaskFlag, Request as RequestRow
 from poolweb.selectors.usage import keep_closed_days
 from poolweb.services import events, leadership, wakeup
 from poolweb.services.reconciler import PassResult, reconcile_pass
+from poolweb.selectors.versions import live_config
 from reconcile import LIVE_STATES, State
+from reconcile.budgets import next_reset
 
 TASK = "poolweb.services.triggers.run_wanted_pass"
 PERIODIC_TASK = "poolweb.services.triggers.run_periodic_pass"
@@ -106,7 +108,7 @@ def lead(holder: leadership.Leadership) -> None:
             started = time.monotonic()
             try:
                 reconcile_pass(trigger=trigger)
-                timeout = _seconds_to(next_deadline())
+                timeout = _seconds_to(next_wake())
             except Exception:
                 log.exception("a pass failed; trying again at the next change or in %s s", RETRY_SECONDS)
                 db.close_old_connections()  # a connection the database dropped is opened again
@@ -149,6 +151,13 @@ def reconcile_if_overdue() -> None:
         reconcile_soon("overdue")
 
 
+def next_wake() -> datetime | None:
+    """When the pass loop (or the worker) must pass next: the next deadline, or the earliest budget's
+    period reset (R-74), when a spent budget stops counting."""
+    moments = [next_deadline(), next_reset(live_config(), timezone.now())]
+    return min((m for m in moments if m is not None), default=None)
+
+
 def next_deadline() -> datetime | None:
     """When the earliest live lease runs out or the earliest eviction grace ends."""
     grace = timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
@@ -159,7 +168,7 @@ def next_deadline() -> datetime | None:
 
 
 def _arm_deadline() -> None:
-    deadline = next_deadline()
+    deadline = next_wake()
     if deadline is None:
         Schedule.objects.filter(name=DEADLINE).delete()
         return

@@ -354,3 +354,30 @@ def test_a_pools_labels_are_added_in_its_dialog_and_shown_on_its_card(page):
     form.get_by_role("button", name="Remove label 2").click()
     form.get_by_role("button", name="Save").click()
     expect(labels).to_have_text(re.compile(r"^\s*slurm_partition\s*gpu-h100\s*$"))
+
+
+def test_a_policys_budget_is_set_in_its_dialog_and_removed_by_leaving_its_hours_empty(page):
+    card(page, "Policy dev").get_by_role("button", name="Edit dev").click()
+    form = dialog(page, "Edit policy dev")
+    expect(form.get_by_label("Budget hours")).to_have_value("")
+    form.get_by_label("Budget hours").fill("1000")
+    form.get_by_label("Budget period").select_option("week")
+    form.get_by_label("When the budget is spent").select_option("idle")
+    screenshot(page, "editor-budget")
+    form.get_by_role("button", name="Save").click()
+    save(page)
+    dev = next(p for p in saved_draft()["policies"] if p["name"] == "dev")
+    assert dev["budget"] == {"key": "gpu", "hours": 1000, "period": "week", "when_spent": "idle"}
+
+    card(page, "Policy dev").get_by_role("button", name="Edit dev").click()
+    form = dialog(page, "Edit policy dev")
+    expect(form.get_by_label("Budget hours")).to_have_value("1000")
+    expect(form.get_by_label("When the budget is spent")).to_have_value("idle")
+    form.get_by_label("Budget hours").fill("")
+    form.get_by_role("button", name="Save").click()
+    save(page)
+    for _ in range(50):  # the notice of the first save may still show: wait for the second to land
+        if "budget" not in next(p for p in saved_draft()["policies"] if p["name"] == "dev"):
+            break
+        page.wait_for_timeout(100)
+    assert "budget" not in next(p for p in saved_draft()["policies"] if p["name"] == "dev")

@@ -92,3 +92,43 @@ def test_a_member_sees_every_teams_policy(visit, demo, bob):
     page = visit(carol, "/policies/")
     expect(card(page, "Policy research")).to_be_visible()
     expect(card(page, "Policy dev")).to_be_visible()
+
+
+def test_a_budget_shows_its_burn_down_as_a_bar_and_a_sentence(visit, demo, alice, bob):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from poolweb.models import Request, RequestChange
+    from poolweb.selectors.versions import config_live_document
+    from poolweb.services.config import config_provision_document
+    from reconcile.budgets import period_of
+    from reconcile.model import Budget
+
+    document = config_live_document()
+    del document["version"]
+    dev = next(p for p in document["policies"] if p["name"] == "dev")
+    dev["budget"] = {"hours": 10, "period": "month", "when_spent": "idle"}
+    config_provision_document(document=document, author=alice)
+    start = period_of(Budget(1, "month"), timezone.now()).start
+    row = Request.objects.create(owner=bob, policy="dev", profile="2xgpu", state="released", reason="Released",
+                                 resources={"gpu": 2000, "step_run": 1000}, submitted_at=start,
+                                 finished_at=start + timedelta(hours=3))
+    for at, state, pool in ((start, "pending", None), (start, "allocated", "h100"),
+                            (start + timedelta(hours=3), "released", None)):
+        RequestChange.objects.create(request=row, at=at, state=state, reason="Granted", attempt=1, pool=pool)
+    from poolweb.models import UsageDay
+    from poolweb.selectors.burns import SETTLED_TODAY
+
+    UsageDay.objects.all().delete()
+    SETTLED_TODAY.clear()
+    reset = period_of(Budget(1, "month"), timezone.now()).end
+
+    page = visit(bob, "/policies/")
+    meter = card(page, "Policy dev").get_by_role("meter", name="Budget of dev")
+    sentence = f"6 of 10 GPU-hours this month, resets {reset.day} {reset:%b}"
+    expect(meter).to_have_attribute("aria-valuetext", sentence)
+    expect(meter).to_have_attribute("aria-valuenow", "60")
+    expect(card(page, "Policy dev")).to_contain_text(sentence)
+    expect(card(page, "Policy research").get_by_role("meter", name="Budget of research")).to_have_count(0)
+    screenshot(page, "policies-budget")

@@ -201,13 +201,24 @@ export async function policyDialog(entry, pools) {
   body.replaceChildren();
   for (const quota of list(entry?.quotas)) quotaRow(body, pools, quota);
   form.querySelector("[data-add-quota]").onclick = () => quotaRow(body, pools).querySelector("select").focus();
+  const budget = entry?.budget ?? {};
+  form.elements.budget_hours.value = budget.hours ?? "";
+  form.elements.budget_key.value = budget.key ?? "gpu";
+  form.elements.budget_period.value = budget.period ?? "month";
+  form.elements.budget_when_spent.value = budget.when_spent ?? "refuse";
   if (!(await ask(dialog))) return null;
   const quotas = [...body.children].map((row) => withoutEmpty({
     scope: row.querySelector('[name="scope"]').value, key: row.querySelector('[name="key"]').value.trim(),
     reserved: typed(row.querySelector('[name="reserved"]').value), limit: typed(row.querySelector('[name="limit"]').value),
   })).filter((quota) => quota.key || quota.reserved !== undefined || quota.limit !== undefined);
+  const hours = typed(form.elements.budget_hours.value);
+  // No hours: no budget (the field left out, as a document without one writes it).
+  const budgetRead = hours === undefined ? undefined : withoutEmpty({
+    key: form.elements.budget_key.value.trim(), hours, period: form.elements.budget_period.value,
+    when_spent: form.elements.budget_when_spent.value });
   return withoutEmpty({ ...entry, ...names(form), description: form.elements.description.value,
-                        group: form.elements.group.value.trim(), priority: typed(form.elements.priority.value), quotas });
+                        group: form.elements.group.value.trim(), priority: typed(form.elements.priority.value), quotas,
+                        budget: budgetRead });
 }
 
 export async function connectDialog(profile, pools, chosen) {

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 FAMILIES = {
     "poolweb_requests", "poolweb_policy_usage", "poolweb_policy_borrowed", "poolweb_policy_reserved",
-    "poolweb_policy_limit", "poolweb_grants", "poolweb_preemptions", "poolweb_evictions", "poolweb_expiries",
+    "poolweb_policy_limit", "poolweb_policy_budget_hours", "poolweb_policy_budget_used_hours", "poolweb_grants", "poolweb_preemptions", "poolweb_evictions", "poolweb_expiries",
     "poolweb_rejections", "poolweb_cancellations", "poolweb_grant_wait_seconds", "poolweb_pass_duration_seconds",
     "poolweb_last_pass_timestamp_seconds", "poolweb_last_pass_duration_seconds", "poolweb_last_pass_requests",
     "poolweb_last_pass_conflicts", "poolweb_worker_last_seen_timestamp_seconds",
@@ -188,3 +188,18 @@ def test_totals_of_many_policies_are_added_in_one_go(db):
     rows = {row.label: (row.buckets, row.count, row.total) for row in HistogramTotal.objects.all()}
     assert rows == {"a": ([1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0], 3, 3610.5),
                     "b": ([0] * 12 + [1], 1, 90000)}
+
+
+def test_a_budget_and_its_burn_are_gauges_in_key_hours(alice, bob, metrics_on):
+    from poolweb.services import config as config_services
+    from tests.poolweb.conftest import document
+
+    doc = document()
+    doc["policies"][0]["budget"] = {"hours": 1000.5, "period": "week"}
+    config_services.config_provision_document(document=doc, author=alice)
+    samples = scrape()
+    at = labels(policy="dev", key="gpu", period="week")
+    assert samples[("poolweb_policy_budget_hours", at)] == 1000.5
+    assert samples[("poolweb_policy_budget_used_hours", at)] == 0
+    assert [key for key in samples if key[0].startswith("poolweb_policy_budget")] == [
+        ("poolweb_policy_budget_hours", at), ("poolweb_policy_budget_used_hours", at)]

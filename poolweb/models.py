@@ -170,6 +170,9 @@ class Request(models.Model):
     held_pool = models.CharField(max_length=NAME_LENGTH, null=True, blank=True)
     submitted_at = models.DateTimeField(default=timezone.now)
     allocated_at = models.DateTimeField(null=True, blank=True)
+    # its place among the grants of its pass, which share ``allocated_at``: the two together
+    # are the order of the grants ("oldest first" of borrowing, "newest first" of victims).
+    grant_order = models.PositiveIntegerField(default=0)
     preempted_at = models.DateTimeField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -242,7 +242,7 @@ def _borrowed(config: Config, live: list[Request], policy: str) -> dict[int, dic
     applicable scope; what exceeds it at any scope is borrowed."""
     consumed: defaultdict[tuple[str, str], int] = defaultdict(int)  # (scope, key) → reservation used
     borrowed: dict[int, dict[str, int]] = {}
-    for allocation in sorted((r for r in live if r.policy == policy), key=lambda r: (r.allocated_at, r.id)):
+    for allocation in sorted((r for r in live if r.policy == policy), key=lambda r: (r.allocated_at, r.grant_order, r.id)):
         units, unmetered = borrowed.setdefault(allocation.id, {}), config.unmetered.get(allocation.pool)
         for key, amount in allocation.resources.items():
             if unmetered is not None and key not in unmetered:  # on a known pool that meters it

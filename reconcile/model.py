@@ -188,6 +188,9 @@ class Request:
     attempt: int = 1
     pool: str | None = None  # set while live
     allocated_at: datetime | None = None
+    # its place among the grants of the pass that granted it (0 = first). The grants of a
+    # pass share ``allocated_at``; (allocated_at, grant_order) is the order they were made in.
+    grant_order: int = 0
     lease_seconds: int = 300
     lease_expires_at: datetime | None = None
     preempted_by: int | None = None

@@ -24,12 +24,13 @@ class Decision:
     from_state: State = State.PENDING  # the state the planner saw; apply only from there
     pool: str | None = None  # grants: where; preemptions: the victim's pool
     preempted_by: int | None = None
+    grant_order: int = 0  # grants: its place among the pass's grants (R-47)
 
     @classmethod
     def of(cls, request: Request, state: State, reason: Reason, message: str, pool: str | None = None,
-           preempted_by: int | None = None) -> Decision:
+           preempted_by: int | None = None, grant_order: int = 0) -> Decision:
         """Move ``request`` from the state it is in now."""
-        return cls(request.id, state, reason, message, request.state, pool, preempted_by)
+        return cls(request.id, state, reason, message, request.state, pool, preempted_by, grant_order)
 
 
 class Waiting(NamedTuple):

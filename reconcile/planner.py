@@ -46,14 +46,40 @@ def plan(snapshot: Snapshot, terms: TermsCache | None = None) -> Plan:
 
     ``terms``: the TermsCache of ``snapshot.config`` that the caller keeps across passes on that
     configuration; None builds the terms this pass needs afresh. The caller decides whether the
-    process's garbage collector runs meanwhile (``poolweb.collector``: the service pauses it)."""
-    return _Pass(snapshot, terms_for(snapshot.config, terms)).run()
+    process's garbage collector runs meanwhile (``poolweb.collector``: the service pauses it).
+
+    R-47: a pass whose preemption reclaims what its own grants gave is decided again, without
+    those grants (each barred from the pool it was reclaimed on), until none is taken back. Every
+    round bars one grant more, so it ends; a pass that reclaims no grant of its own (nearly all)
+    is decided once."""
+    return _decided(snapshot, terms_for(snapshot.config, terms))[0]
+
+
+def _decided(snapshot: Snapshot, terms: TermsCache) -> tuple[Plan, frozenset[tuple[int, str]]]:
+    """The plan (R-47: decided again until it reclaims none of its own grants) and the grants it bars."""
+    barred: frozenset[tuple[int, str]] = frozenset()
+    while True:
+        decided = _Pass(snapshot, terms, barred).run()
+        taken_back = _reclaimed_grants(decided)
+        if not taken_back:
+            return decided, barred
+        barred |= taken_back
+
+
+def _reclaimed_grants(decided: Plan) -> frozenset[tuple[int, str]]:
+    """(request, pool) of each grant of ``decided`` that its own preemption reclaims (R-47)."""
+    reclaimed = {d.request_id: d.pool for d in decided.preemptions if d.reason is Reason.RECLAIMED}
+    if not reclaimed:
+        return frozenset()
+    return frozenset((d.request_id, d.pool) for d in decided.grants if reclaimed.get(d.request_id) == d.pool)
 
 
 class _Pass:
-    def __init__(self, snapshot: Snapshot, terms: TermsCache) -> None:
+    def __init__(self, snapshot: Snapshot, terms: TermsCache,
+                 barred: frozenset[tuple[int, str]] = frozenset()) -> None:
         self.snapshot, self.config, self.now = snapshot, snapshot.config, snapshot.now
         self.terms = terms
+        self.barred = barred  # R-47: (request, pool) not granted in this pass, as a reclaim would take it back
         self.expiries: list[Decision] = []
         self.evictions: list[Decision] = []
         self.cancellations: list[Decision] = []
@@ -92,8 +118,11 @@ class _Pass:
     def _placed_as_served(self, waiting: dict[int, Waiting]) -> dict[int, Waiting]:
         """While management is off, positions still tell the order the next pass will serve (R-32):
         a pass run as if it were on, on its own working copy, grants some requests in an order, and
-        the rest follow in R-32 order. Its cost, a second pass, is paid only while management is off."""
-        served = _Pass(replace(self.snapshot, management_enabled=True), self.terms)
+        the rest follow in R-32 order. Its cost, a second pass (and a third to know which grants R-47
+        bars), is paid only while management is off."""
+        enabled = replace(self.snapshot, management_enabled=True)
+        _, barred = _decided(enabled, self.terms)  # R-47: what the pass would not grant
+        served = _Pass(enabled, self.terms, barred)
         groups = served._grant(enabled=True)
         order = [grant.request_id for grant in served.grants]
         order += [request.id for _, members in serving_order(service_order(groups, served.ledger))
@@ -233,11 +262,13 @@ class _Pass:
         if group.next >= len(group.members):
             return None
         fits, in_share = self.ledger.fits, self.ledger.in_share
+        head, barred = group.members[group.next], self.barred
         for i in range(group.cursor, len(group.pools)):
             terms = group.terms[i]
+            if barred and (head.id, group.pools[i]) in barred:
+                continue  # R-47; the identical members after it would be reclaimed alike
             if fits(terms, group.resources, group.preemptible, group.holder):
                 group.cursor = i
-                head = group.members[group.next]
                 return service_key(group.priority, in_share(terms, group.resources), group.execution[i],
                                    group.rank, head.submitted_at, head.id)
         group.cursor = len(group.pools)
@@ -285,10 +316,12 @@ class _Pass:
     def _grant_head(self, group: QueueGroup) -> tuple[str, bool]:
         request = group.members[group.next]
         group.next += 1
-        pool = group.pools[group.cursor]
+        pool, order = group.pools[group.cursor], len(self.grants)  # R-47: the grants' order
         self.ledger.charge(request.policy, pool, request.resources, request.preemptible)
-        self.grants.append(_decision(request, State.ALLOCATED, Reason.GRANTED, f"granted on pool {pool}", pool=pool))
-        self.live.append(Allocation(request.id, request.policy, pool, request.resources, request.preemptible, self.now))
+        self.grants.append(_decision(request, State.ALLOCATED, Reason.GRANTED, f"granted on pool {pool}", pool=pool,
+                                     grant_order=order))
+        self.live.append(Allocation(request.id, request.policy, pool, request.resources, request.preemptible, self.now,
+                                    order))
         held_on = self.ledger.release_hold(request.id)  # R-45: the hold ends when H is granted
         return pool, held_on is not None and held_on != pool
 

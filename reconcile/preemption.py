@@ -157,8 +157,8 @@ class Preemption:
             for priority, victim in sorted(self.on_pool[pool], key=_first):
                 allocated = micros(victim.allocated_at)
                 found.append(_Preemptible(priority, victim, self._borrowing(victim.policy)[victim.id],
-                                          victim_key(priority, True, allocated, victim.id),
-                                          victim_key(priority, False, allocated, victim.id)))
+                                          victim_key(priority, True, allocated, victim.id, victim.grant_order),
+                                          victim_key(priority, False, allocated, victim.id, victim.grant_order)))
         return found
 
     def _borrowing(self, policy: str) -> dict[int, set[str]]:

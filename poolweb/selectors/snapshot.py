@@ -15,7 +15,7 @@ from poolweb.selectors.versions import EngineVersion, engine_version, site
 from reconcile import UNFINISHED_STATES, Reason, Request, Snapshot, State, Vector
 
 SNAPSHOT_FIELDS = ("id", "policy", "profile", "resources", "submitted_at", "state", "preemptible", "max_retries",
-                   "attempt", "pool", "allocated_at", "lease_seconds", "lease_expires_at", "preempted_by",
+                   "attempt", "pool", "allocated_at", "grant_order", "lease_seconds", "lease_expires_at", "preempted_by",
                    "preempted_at", "reason", "held_pool")
 
 
@@ -45,7 +45,7 @@ def to_engine(row: Sequence, vectors: dict[str, Vector] | None = None) -> Reques
     gives them, or as the driver does (``sql.select_requests``, with ``vectors``: one Vector
     shared by the rows whose resources read alike)."""
     (request_id, policy, profile, resources, submitted_at, state, preemptible, max_retries, attempt, pool,
-     allocated_at, lease_seconds, lease_expires_at, preempted_by, preempted_at, reason,
+     allocated_at, grant_order, lease_seconds, lease_expires_at, preempted_by, preempted_at, reason,
      held_pool) = row[:len(SNAPSHOT_FIELDS)]
     if vectors is None:  # values_list: resources decoded already, and not hashable
         vector = Vector(resources)
@@ -57,7 +57,7 @@ def to_engine(row: Sequence, vectors: dict[str, Vector] | None = None) -> Reques
     return Request(
         id=request_id, policy=policy, profile=profile, resources=vector, submitted_at=stored_time(submitted_at),
         state=_STATES[state], preemptible=bool(preemptible), max_retries=max_retries, attempt=attempt, pool=pool,
-        allocated_at=stored_time(allocated_at), lease_seconds=lease_seconds, lease_expires_at=stored_time(lease_expires_at),
+        allocated_at=stored_time(allocated_at), grant_order=grant_order, lease_seconds=lease_seconds, lease_expires_at=stored_time(lease_expires_at),
         preempted_by=preempted_by, preempted_at=stored_time(preempted_at), reason=_REASONS[reason], held_pool=held_pool)
 
 

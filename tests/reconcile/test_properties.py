@@ -404,3 +404,25 @@ def test_a_pass_refuses_the_terms_of_another_configuration():
     plan(Snapshot(T0, one), TermsCache(Config((Pool("h100", Vector.of(gpu=8)),))))  # an equal one serves
     with pytest.raises(ValueError, match="another configuration"):
         plan(Snapshot(T0, one), TermsCache(other))
+
+
+def _reclaimed_at_once(snapshot: Snapshot, kept: TermsCache) -> list[str]:
+    """R-47: what a pass grants that a reclaim takes back in the same pass or in the next one,
+    planned at the same moment with nothing new submitted."""
+    first = plan(snapshot, kept)
+    granted = {d.request_id for d in first.grants}
+    second = plan(carry_out(snapshot, first), kept)
+    return [f"pass {n}: request {d.request_id}, granted in the first pass, reclaimed by {d.preempted_by}"
+            for n, result in ((1, first), (2, second)) for d in result.preemptions
+            if d.reason is Reason.RECLAIMED and d.request_id in granted]
+
+
+@given(config=configs(), actions=ACTIONS, grace=GRACE)
+def test_r47_no_pass_grants_what_a_waiting_request_reclaims_at_once(config: Config, actions: list[tuple],
+                                                                     grace: timedelta):  # R-47
+    def check(snapshot: Snapshot, kept: TermsCache) -> None:
+        found = _reclaimed_at_once(snapshot, kept)
+        assert not found, "\n".join(found)
+
+    _story(config)
+    _run(config, actions, grace, check)

@@ -308,3 +308,14 @@ def test_admins_read_the_record_of_passes(provisioned, bob, alice, client):
     page = client.get("/admin/poolweb/passrecord/")
     assert page.status_code == 200 and b"test" in page.content
     assert client.get("/admin/poolweb/passrecord/add/").status_code == 403
+
+
+def test_a_pass_stores_the_order_of_its_grants_which_the_next_pass_reads(provisioned, bob):
+    # Two grants of one pass share allocated_at; each row keeps its place among them.
+    rows = [request_row(bob, "dev", "job", 2), request_row(bob, "dev", "half", 0.5)]
+    result = reconcile_pass(trigger="test")
+    order = [grant.request_id for grant in result.plan.grants]
+    assert sorted(order) == sorted(row.pk for row in rows)
+    stored = dict(RequestRow.objects.filter(pk__in=order).values_list("pk", "grant_order"))
+    assert [stored[pk] for pk in order] == [0, 1]
+    assert {r.id: r.grant_order for r in load_snapshot(timezone.now()).requests} == stored

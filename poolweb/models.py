@@ -92,6 +92,7 @@ class Policy(models.Model):
     description = models.TextField(blank=True)
     group_name = models.CharField(max_length=150, blank=True, db_index=True)
     priority = models.IntegerField(default=0)
+    min_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)  # R-48; null: none
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["version", "name"], name="policy_name_per_version")]

@@ -49,7 +49,8 @@ and a quota row's ``key`` are required; an absent capacity, allotment, policy li
 list is empty, and an absent ``group`` is "" (only admins may then submit; the service warns);
 ``version`` is accepted with any value and ignored; a given ``group`` is a non-empty
 string of at most 150 characters (a Django group name); ``priority`` is an integer in
-±1,000,000; a resource vector has at most 100 keys; past 1000 errors the rest are only counted
+±1,000,000; ``min_runtime_seconds`` (R-48) is absent, null or a whole number of seconds from 1 to
+366 days; a resource vector has at most 100 keys; past 1000 errors the rest are only counted
 (``too_many_errors``).
 """
 
@@ -74,6 +75,7 @@ MAX_POOLS, MAX_PROFILES, MAX_POLICIES = 200, 500, 500  # decision 93; the totals
 MAX_CONNECTIONS, MAX_QUOTAS, MAX_KEYS = 50, 64, 100  # per profile, per policy, per vector (and request)
 MAX_DESCRIPTION, MAX_CONNECTION_NAME, MAX_GROUP, MAX_PRIORITY = 1000, 100, 150, 1_000_000
 MAX_DISPLAY_NAME = 100
+MAX_SECONDS = 366 * 86400  # a duration of the time rules (R-48): whole seconds, 1 up to a year
 # What a name may contain, in words (NAME_PATTERN's): the API's message and the editor's hint.
 NAME_RULE = "1 to 63 lower-case letters, digits, '.', '_' or '-', the first a letter or digit"
 
@@ -90,7 +92,7 @@ DOCUMENT_FIELDS = Fields(("pools", "profiles", "policies"), ("version",))
 POOL_FIELDS = Fields(("name",), ("display_name", "capacity", "description", "execution_order"))
 PROFILE_FIELDS = Fields(("name", "connections"), ("display_name", "resources", "policies", "description", "dynamic"))
 CONNECTION_FIELDS = Fields(("pool",), ("name",))
-POLICY_FIELDS = Fields(("name",), ("display_name", "group", "quotas", "description", "priority"))
+POLICY_FIELDS = Fields(("name",), ("display_name", "group", "quotas", "description", "priority", "min_runtime_seconds"))
 QUOTA_FIELDS = Fields(("key",), ("scope", "reserved", "limit"))
 
 
@@ -211,6 +213,7 @@ def _read_policy(reading: Reading, raw: object, path: str) -> Policy:
         quotas=quotas,
         group=_text(reading, obj, path, "group", MAX_GROUP, required=True),
         description=_text(reading, obj, path, "description", MAX_DESCRIPTION),
+        min_runtime_seconds=_seconds(reading, obj, path, "min_runtime_seconds"),
     )
 
 
@@ -327,6 +330,20 @@ def _priority(reading: Reading, raw: object, path: str) -> int:
     if not -MAX_PRIORITY <= raw <= MAX_PRIORITY:
         reading.error(path, "out_of_range", f"priority must be between -{MAX_PRIORITY:,} and {MAX_PRIORITY:,}")
         return 0
+    return raw
+
+
+def _seconds(reading: Reading, obj: Mapping[Any, Any], path: str, field: str) -> int | None:
+    """An optional duration in whole seconds, 1 to ``MAX_SECONDS``; None when absent or null."""
+    raw, at = obj.get(field), f"{path}.{field}"
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        reading.error(at, "invalid_type", f"{field} is a whole number of seconds, not {json_type(raw)}")
+        return None
+    if not 1 <= raw <= MAX_SECONDS:
+        reading.error(at, "out_of_range", f"{field} must be between 1 and {MAX_SECONDS:,} seconds")
+        return None
     return raw
 
 

@@ -40,7 +40,15 @@ def _policy_document(policy: Policy) -> dict[str, Any]:
     # An absent group is "" and a given one must not be empty, so "" is written by leaving it out.
     group = {"group": policy.group} if policy.group else {}
     return {"name": policy.name, **_display(policy), "description": policy.description, **group, "priority": policy.priority,
-            "quotas": [_quota_document(row) for row in policy.quotas]}
+            **time_rules(policy), "quotas": [_quota_document(row) for row in policy.quotas]}
+
+
+def time_rules(policy: Policy) -> dict[str, Any]:
+    """The time rules' fields a policy states (R-48); a document without them stays as it was."""
+    return {name: getattr(policy, name) for name in POLICY_TIME_FIELDS if getattr(policy, name) is not None}
+
+
+POLICY_TIME_FIELDS = ("min_runtime_seconds",)
 
 
 def _profile_document(profile: Profile) -> dict[str, Any]:

@@ -103,6 +103,8 @@ class Policy(Labelled):
     group: str = ""
     description: str = ""
     display_name: str = ""  # what people read; "" when it is the name
+    # its running requests are no victims until they have run this long; None: from the start
+    min_runtime_seconds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

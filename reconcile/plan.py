@@ -56,6 +56,9 @@ class Plan:
     preemptions: tuple[Decision, ...] = ()  # R-40…R-44
     holds: tuple[Decision, ...] = ()  # R-45: preemptors stay pending, capacity held on ``pool``
     waiting: dict[int, Waiting] = field(default_factory=dict)
+    # When a pass should run even if nothing else happens: the earliest moment protected victims
+    # that a waiting request waits for become victims (R-48). None: no such moment.
+    wake_at: datetime | None = None
 
     def decisions(self) -> Iterator[Decision]:
         """Every change of state, in the order the pass made them."""

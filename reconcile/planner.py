@@ -59,19 +59,26 @@ def _decided(snapshot: Snapshot, terms: TermsCache) -> tuple[Plan, frozenset[tup
     """The plan (R-47: decided again until it reclaims none of its own grants) and the grants it bars."""
     barred: frozenset[tuple[int, str]] = frozenset()
     while True:
-        decided = _Pass(snapshot, terms, barred).run()
-        taken_back = _reclaimed_grants(decided)
+        decided_by = _Pass(snapshot, terms, barred)
+        decided = decided_by.run()
+        taken_back = _reclaimed_grants(decided, decided_by.owed)
         if not taken_back:
             return decided, barred
         barred |= taken_back
 
 
-def _reclaimed_grants(decided: Plan) -> frozenset[tuple[int, str]]:
-    """(request, pool) of each grant of ``decided`` that its own preemption reclaims (R-47)."""
+def _reclaimed_grants(decided: Plan, owed: set[int]) -> frozenset[tuple[int, str]]:
+    """(request, pool) of each grant of ``decided`` that its own preemption reclaims (R-47).
+
+    Not a preemptor's grant of the capacity held for it (``owed``): barred, it would keep its hold,
+    and the next pass, with nobody to reclaim it, would grant it. Such a grant is reclaimed only
+    where a policy reserves what one of a higher priority preempts it for: the two rules of R-41
+    then take the capacity from each other in turn, as they did before R-47."""
     reclaimed = {d.request_id: d.pool for d in decided.preemptions if d.reason is Reason.RECLAIMED}
     if not reclaimed:
         return frozenset()
-    return frozenset((d.request_id, d.pool) for d in decided.grants if reclaimed.get(d.request_id) == d.pool)
+    return frozenset((d.request_id, d.pool) for d in decided.grants
+                     if reclaimed.get(d.request_id) == d.pool and d.request_id not in owed)
 
 
 class _Pass:
@@ -87,21 +94,25 @@ class _Pass:
         self.grants: list[Decision] = []
         self.released_holds: list[Decision] = []  # R-45 holds that no longer serve their preemptor
         self.victims_of: dict[int, list[int]] = {}  # preemptor → its victims in flight
+        self.owed: set[int] = set()  # R-47: preemptors granted in this pass where capacity was held for them
 
     def run(self) -> Plan:
         enabled = self.snapshot.management_enabled
         groups = self._grant(enabled)
         ordered = service_order(groups, self.ledger)
-        preemption = Preemption(self.config, self.terms, self.ledger, self.live, self.victims_of)
+        preemption = Preemption(self.config, self.terms, self.ledger, self.live, self.victims_of, self.now)
         if enabled:
             preemption.run(ordered)
         waiting = explain_waiting(ordered, serving_places(ordered), self.ledger, self.victims_of, enabled)
+        for request_id, wait in preemption.waits.items():  # R-48: it waits only for protected victims
+            waiting[request_id] = waiting[request_id]._replace(
+                reason=Reason.WAITING_FOR_PROTECTED_VICTIMS, message=wait.message)
         if not enabled:
             waiting = self._placed_as_served(waiting)
         return Plan(
             self.now, tuple(self.expiries), tuple(self.evictions), tuple(self.cancellations),
             tuple(self.rejections), tuple(self.grants), tuple(preemption.decisions),
-            (*self.released_holds, *preemption.holds), waiting,
+            (*self.released_holds, *preemption.holds), waiting, preemption.wake_at,
         )
 
     def _grant(self, enabled: bool) -> list[QueueGroup]:
@@ -323,6 +334,8 @@ class _Pass:
         self.live.append(Allocation(request.id, request.policy, pool, request.resources, request.preemptible, self.now,
                                     order))
         held_on = self.ledger.release_hold(request.id)  # R-45: the hold ends when H is granted
+        if held_on == pool:  # R-47: granted what was held for it; never barred (see _reclaimed_grants)
+            self.owed.add(request.id)
         return pool, held_on is not None and held_on != pool
 
 

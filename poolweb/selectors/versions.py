@@ -200,7 +200,8 @@ def config_from_rows(version: ConfigVersion) -> Config:
                        p.display_name) for p in PoolRow.objects.filter(version=version).order_by("id"))
     profiles = tuple(_profile(p, sorted(connections[p.id]), ranked[p.id])
                      for p in ProfileRow.objects.filter(version=version).order_by("id"))
-    policies = tuple(Policy(p.name, p.priority, tuple(quotas[p.id]), p.group_name, p.description, p.display_name)
+    policies = tuple(Policy(p.name, p.priority, tuple(quotas[p.id]), p.group_name, p.description, p.display_name,
+                            min_runtime_seconds=p.min_runtime_seconds)
                      for p in PolicyRow.objects.filter(version=version).order_by("id"))
     return Config(pools, profiles, policies)
 

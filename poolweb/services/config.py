@@ -212,7 +212,8 @@ def _write_rows(version: ConfigVersion, config: Config) -> None:
                     resources=dict(p.resources), dynamic=p.dynamic) for p in config.profiles])}
     policies = {row.name: row for row in PolicyRow.objects.bulk_create(
         [PolicyRow(version=version, name=p.name, display_name=p.display_name, description=p.description,
-                   group_name=p.group, priority=p.priority) for p in config.policies])}
+                   group_name=p.group, priority=p.priority, min_runtime_seconds=p.min_runtime_seconds)
+         for p in config.policies])}
     Connection.objects.bulk_create([
         Connection(profile=profiles[p.name], pool=pools[pool], name=_connection_name(p.connection_names, j, pool),
                    precedence=j, execution_position=config.execution_index[(pool, p.name)])

@@ -82,8 +82,8 @@ def follow() -> None:
         while True:
             started = time.monotonic()
             try:
-                reconcile_pass(trigger=trigger)
-                timeout = _seconds_to(next_deadline())
+                result = reconcile_pass(trigger=trigger)
+                timeout = _seconds_to(next_deadline(result.plan.wake_at))
             except Exception:
                 log.exception("a pass failed; trying again at the next change or in %s s", RETRY_SECONDS)
                 db.close_old_connections()  # a connection the database dropped is opened again
@@ -110,11 +110,13 @@ def run_wanted_pass(trigger: str = "change") -> PassResult:
     periodic pass to do it, each pass also forgets what is no longer kept (two indexed reads when
     there is nothing to forget)."""
     PassTaskFlag.objects.filter(pk=1, raised=True).update(raised=False)
+    result = None
     try:
-        return reconcile_pass(trigger=trigger)
+        result = reconcile_pass(trigger=trigger)
+        return result
     finally:
         if settings.POOLWEB["PASSES"] == "worker":
-            _arm_deadline()
+            _arm_deadline(result.plan.wake_at if result is not None else None)
         else:
             forget_old()
 
@@ -126,17 +128,19 @@ def reconcile_if_overdue() -> None:
         reconcile_soon("overdue")
 
 
-def next_deadline() -> datetime | None:
-    """When the earliest live lease runs out or the earliest eviction grace ends."""
+def next_deadline(wake_at: datetime | None = None) -> datetime | None:
+    """When the earliest live lease runs out or the earliest eviction grace ends; or ``wake_at``,
+    the moment the last pass asked to be followed by another (``Plan.wake_at``: protected victims
+    becoming victims, R-48), when that comes first."""
     grace = timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
     found = RequestRow.objects.filter(state__in=LIVE_STATES).aggregate(
         lease=Min("lease_expires_at"), preempted=Min("preempted_at", filter=Q(state=PREEMPTING)))
-    moments = [found["lease"], found["preempted"] and found["preempted"] + grace]
+    moments = [found["lease"], found["preempted"] and found["preempted"] + grace, wake_at]
     return min((m for m in moments if m is not None), default=None)
 
 
-def _arm_deadline() -> None:
-    deadline = next_deadline()
+def _arm_deadline(wake_at: datetime | None = None) -> None:
+    deadline = next_deadline(wake_at)
     if deadline is None:
         Schedule.objects.filter(name=DEADLINE).delete()
         return

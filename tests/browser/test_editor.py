@@ -108,6 +108,27 @@ def test_a_policy_with_quotas_is_added_edited_and_deleted(page):
     expect_items(page.get_by_role("list", name="Policies of half"), ["research"])
 
 
+def test_a_policy_states_its_time_rules_in_the_policy_form(page):
+    card(page, "Policy dev").get_by_role("button", name="Edit dev").click()
+    form = dialog(page, "Edit policy dev")
+    expect(form.get_by_role("textbox", name="Minimum run time (s)")).to_have_value("")
+    form.get_by_role("textbox", name="Minimum run time (s)").fill("600")
+    form.get_by_role("button", name="Save").click()
+    save(page)
+    expect(page.locator("#draft-state")).to_have_text("Draft saved")
+    assert saved_draft()["policies"][1]["min_runtime_seconds"] == 600
+
+    card(page, "Policy dev").get_by_role("button", name="Edit dev").click()
+    form = dialog(page, "Edit policy dev")
+    expect(form.get_by_role("textbox", name="Minimum run time (s)")).to_have_value("600")
+    form.get_by_role("textbox", name="Minimum run time (s)").fill("")
+    form.get_by_role("button", name="Save").click()
+    expect(page.locator("#draft-state")).to_have_text("Unsaved changes")
+    save(page)
+    expect(page.locator("#draft-state")).to_have_text("Draft saved")
+    assert "min_runtime_seconds" not in saved_draft()["policies"][1]
+
+
 def test_each_order_is_changed_by_keyboard(page):
 
     move(page, "Execution order of h100", "2xgpu", "up")

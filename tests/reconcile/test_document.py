@@ -241,6 +241,15 @@ CASES = [
          [("policies[0].priority", "invalid_type")]),
     Case("a priority beyond a million is out of range", document(with_field(OK_POLICY, priority=1_000_001)),
          [("policies[0].priority", "out_of_range")]),
+    Case("a min_runtime_seconds with a fraction is refused", document(with_field(OK_POLICY, min_runtime_seconds=1.5)),
+         [("policies[0].min_runtime_seconds", "invalid_type")]),
+    Case("a min_runtime_seconds as text is refused", document(with_field(OK_POLICY, min_runtime_seconds="600")),
+         [("policies[0].min_runtime_seconds", "invalid_type")]),
+    Case("a min_runtime_seconds of 0 is out of range", document(with_field(OK_POLICY, min_runtime_seconds=0)),
+         [("policies[0].min_runtime_seconds", "out_of_range")]),
+    Case("a min_runtime_seconds beyond 366 days is out of range",
+         document(with_field(OK_POLICY, min_runtime_seconds=366 * 86400 + 1)),
+         [("policies[0].min_runtime_seconds", "out_of_range")]),
     Case("a quota row with neither reserved nor limit is refused", document(policy("dev", row("gpu"))),
          [("policies[0].quotas[0]", "required")]),
     Case("a quota row without a key is refused", document(policy("dev", {"limit": 1})),
@@ -687,3 +696,16 @@ def test_a_name_refused_says_in_words_what_a_name_may_contain():
     (issue,) = parse_document(document(pool("H100 Half", gpu=1), profile("one", "H100 Half", gpu=1))).errors
     assert issue.message == ("'H100 Half' is not a valid pool name: a name has 1 to 63 lower-case letters, digits, "
                              "'.', '_' or '-', the first a letter or digit")
+
+
+# The time rules (docs/scheduling.md R-48): absent means none, and is written back absent.
+
+def test_a_policys_min_runtime_seconds_is_read_and_written_back_and_absent_or_null_means_none():
+    stated = parse_document(document(with_field(OK_POLICY, min_runtime_seconds=600))).config
+    assert stated.policies[0].min_runtime_seconds == 600
+    assert to_document(stated)["policies"][0]["min_runtime_seconds"] == 600
+    assert parse_document(_through_json(to_document(stated))).config == stated
+    for doc in (document(OK_POLICY), document(with_field(OK_POLICY, min_runtime_seconds=None))):
+        config = parse_document(doc).config
+        assert config.policies[0].min_runtime_seconds is None
+        assert "min_runtime_seconds" not in to_document(config)["policies"][0]

@@ -169,6 +169,7 @@ export async function policyDialog(entry, pools) {
   const form = prepare(dialog, entry ? `Edit policy ${entry.name}` : "Add policy", entry ? "Save" : "Create", entry);
   form.elements.group.value = entry?.group ?? "";
   form.elements.priority.value = entry?.priority ?? "";
+  form.elements.min_runtime_seconds.value = entry?.min_runtime_seconds ?? "";
   const body = form.querySelector("[data-quotas]");
   body.replaceChildren();
   for (const quota of list(entry?.quotas)) quotaRow(body, pools, quota);
@@ -179,7 +180,8 @@ export async function policyDialog(entry, pools) {
     reserved: typed(row.querySelector('[name="reserved"]').value), limit: typed(row.querySelector('[name="limit"]').value),
   })).filter((quota) => quota.key || quota.reserved !== undefined || quota.limit !== undefined);
   return withoutEmpty({ ...entry, ...names(form), description: form.elements.description.value,
-                        group: form.elements.group.value.trim(), priority: typed(form.elements.priority.value), quotas });
+                        group: form.elements.group.value.trim(), priority: typed(form.elements.priority.value),
+                        min_runtime_seconds: typed(form.elements.min_runtime_seconds.value), quotas });
 }
 
 export async function connectDialog(profile, pools, chosen) {

@@ -429,3 +429,20 @@ def test_r47_no_pass_grants_what_a_waiting_request_reclaims_at_once(config: Conf
 
     _story(config)
     _run(config, actions, grace, check)
+
+
+_PROTECTION = st.sampled_from((None, None, 10, 60, 600))
+
+
+@st.composite
+def protecting_configs(draw) -> Config:
+    """``configs``, some policies protecting their running requests for a while (R-48)."""
+    config = draw(configs())
+    return replace(config, policies=tuple(replace(p, min_runtime_seconds=draw(_PROTECTION)) for p in config.policies))
+
+
+@given(config=protecting_configs(), actions=ACTIONS, grace=GRACE)
+def test_r48_with_protection_every_step_keeps_the_invariants(config: Config, actions: list[tuple], grace: timedelta):
+    """I-1…I-8 as above; I-7 includes R-48: no victim has run less than its policy's min_runtime_seconds."""
+    reworded, _ = _walk(config, actions, grace)
+    assert not reworded, "I-8: " + "\n".join(reworded)

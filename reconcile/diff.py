@@ -9,7 +9,8 @@ its fields with the value before and after (``None``: absent). The fields of an 
 - profile: ``display_name``, ``description``, ``resources.<key>``, ``dynamic``, ``connections`` (the pool
   precedence), ``connections[<pool>].name``, ``policies`` (the policy rank);
 - policy: ``display_name``, ``description``, ``group``, ``priority``, the time rules it states
-  (``min_runtime_seconds``), ``quotas[<scope>/<key>].reserved`` and ``.limit``.
+  (``min_runtime_seconds``, ``max_runtime_seconds``, ``require_max_runtime``,
+  ``on_time_limit``), ``quotas[<scope>/<key>].reserved`` and ``.limit``.
 
 Quantities are shown as the API writes them (``format_quantity``), orders as tuples of names.
 The configurations are those ``parse_document`` returns, whose execution orders are complete.

@@ -49,8 +49,9 @@ and a quota row's ``key`` are required; an absent capacity, allotment, policy li
 list is empty, and an absent ``group`` is "" (only admins may then submit; the service warns);
 ``version`` is accepted with any value and ignored; a given ``group`` is a non-empty
 string of at most 150 characters (a Django group name); ``priority`` is an integer in
-±1,000,000; ``min_runtime_seconds`` (R-48) is absent, null or a whole number of seconds from 1 to
-366 days; a resource vector has at most 100 keys; past 1000 errors the rest are only counted
+±1,000,000; ``min_runtime_seconds`` (R-48) and ``max_runtime_seconds`` (R-52) are absent, null or a
+whole number of seconds from 1 to 366 days; ``require_max_runtime`` is a boolean (false);
+``on_time_limit`` is "end" (the default) or "requeue"; a resource vector has at most 100 keys; past 1000 errors the rest are only counted
 (``too_many_errors``).
 """
 
@@ -75,7 +76,8 @@ MAX_POOLS, MAX_PROFILES, MAX_POLICIES = 200, 500, 500  # decision 93; the totals
 MAX_CONNECTIONS, MAX_QUOTAS, MAX_KEYS = 50, 64, 100  # per profile, per policy, per vector (and request)
 MAX_DESCRIPTION, MAX_CONNECTION_NAME, MAX_GROUP, MAX_PRIORITY = 1000, 100, 150, 1_000_000
 MAX_DISPLAY_NAME = 100
-MAX_SECONDS = 366 * 86400  # a duration of the time rules (R-48): whole seconds, 1 up to a year
+MAX_SECONDS = 366 * 86400  # a duration of the time rules (R-48, R-52): whole seconds, 1 up to a year
+ON_TIME_LIMIT = ("end", "requeue")  # R-52, R-53: what a run at its limit does; the first is the default
 # What a name may contain, in words (NAME_PATTERN's): the API's message and the editor's hint.
 NAME_RULE = "1 to 63 lower-case letters, digits, '.', '_' or '-', the first a letter or digit"
 
@@ -92,7 +94,8 @@ DOCUMENT_FIELDS = Fields(("pools", "profiles", "policies"), ("version",))
 POOL_FIELDS = Fields(("name",), ("display_name", "capacity", "description", "execution_order"))
 PROFILE_FIELDS = Fields(("name", "connections"), ("display_name", "resources", "policies", "description", "dynamic"))
 CONNECTION_FIELDS = Fields(("pool",), ("name",))
-POLICY_FIELDS = Fields(("name",), ("display_name", "group", "quotas", "description", "priority", "min_runtime_seconds"))
+POLICY_FIELDS = Fields(("name",), ("display_name", "group", "quotas", "description", "priority", "min_runtime_seconds",
+                                       "max_runtime_seconds", "require_max_runtime", "on_time_limit"))
 QUOTA_FIELDS = Fields(("key",), ("scope", "reserved", "limit"))
 
 
@@ -214,6 +217,9 @@ def _read_policy(reading: Reading, raw: object, path: str) -> Policy:
         group=_text(reading, obj, path, "group", MAX_GROUP, required=True),
         description=_text(reading, obj, path, "description", MAX_DESCRIPTION),
         min_runtime_seconds=_seconds(reading, obj, path, "min_runtime_seconds"),
+        max_runtime_seconds=_seconds(reading, obj, path, "max_runtime_seconds"),
+        require_max_runtime=_flag(reading, obj, path, "require_max_runtime"),
+        on_time_limit=_choice(reading, obj, path, "on_time_limit", ON_TIME_LIMIT),
     )
 
 
@@ -344,6 +350,25 @@ def _seconds(reading: Reading, obj: Mapping[Any, Any], path: str, field: str) ->
     if not 1 <= raw <= MAX_SECONDS:
         reading.error(at, "out_of_range", f"{field} must be between 1 and {MAX_SECONDS:,} seconds")
         return None
+    return raw
+
+
+def _flag(reading: Reading, obj: Mapping[Any, Any], path: str, field: str) -> bool:
+    """An optional boolean, false when absent."""
+    raw = obj.get(field, False)
+    if not isinstance(raw, bool):
+        reading.error(f"{path}.{field}", "invalid_type", f"{field} is true or false, not {json_type(raw)}")
+        return False
+    return raw
+
+
+def _choice(reading: Reading, obj: Mapping[Any, Any], path: str, field: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices``, the first when absent."""
+    raw = obj.get(field, choices[0])
+    if raw not in choices or not isinstance(raw, str):
+        reading.error(f"{path}.{field}", "invalid_choice",
+                      f"{field} is one of {', '.join(map(repr, choices))}, not {show(raw)}")
+        return choices[0]
     return raw
 
 

@@ -44,11 +44,13 @@ def _policy_document(policy: Policy) -> dict[str, Any]:
 
 
 def time_rules(policy: Policy) -> dict[str, Any]:
-    """The time rules' fields a policy states (R-48); a document without them stays as it was."""
-    return {name: getattr(policy, name) for name in POLICY_TIME_FIELDS if getattr(policy, name) is not None}
+    """The time rules' fields a policy states, those left at their defaults out (R-48, R-52): a
+    document without them stays as it was."""
+    return {name: getattr(policy, name) for name, default in POLICY_TIME_FIELDS if getattr(policy, name) != default}
 
 
-POLICY_TIME_FIELDS = ("min_runtime_seconds",)
+POLICY_TIME_FIELDS = (("min_runtime_seconds", None), ("max_runtime_seconds", None), ("require_max_runtime", False),
+                      ("on_time_limit", "end"))
 
 
 def _profile_document(profile: Profile) -> dict[str, Any]:

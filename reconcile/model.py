@@ -105,6 +105,18 @@ class Policy(Labelled):
     display_name: str = ""  # what people read; "" when it is the name
     # R-48: its running requests are no victims until they have run this long; None: from the start
     min_runtime_seconds: int | None = None
+    # R-52: the longest its requests may run (a declared limit above it is refused; a request that
+    # declares none runs at most this long); whether they must declare one; and what ends a run at
+    # its limit does: "end" (expired, TimeLimit) or "requeue" (pending again, R-53).
+    max_runtime_seconds: int | None = None
+    require_max_runtime: bool = False
+    on_time_limit: str = "end"
+
+    def run_limit(self, declared: int | None) -> int | None:
+        """R-52: how long a request of this policy that declared ``declared`` may run; None: no limit."""
+        if declared is None or self.max_runtime_seconds is None:
+            return declared if self.max_runtime_seconds is None else self.max_runtime_seconds
+        return min(declared, self.max_runtime_seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +211,8 @@ class Request:
     preempted_at: datetime | None = None  # when it became preempting; the grace runs from here
     reason: Reason | None = None  # of the last change of state
     held_pool: str | None = None  # R-45: where capacity is held for it since it chose victims
+    max_runtime_seconds: int | None = None  # R-52: the run limit it declared; None: none
+    time_limit_at: datetime | None = None  # R-52: while live, when its run ends (set at the grant)
 
     @property
     def retries_left(self) -> bool:

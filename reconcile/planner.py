@@ -24,6 +24,7 @@ import heapq
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 from operator import attrgetter
 
 from . import lifecycle
@@ -88,6 +89,7 @@ class _Pass:
         self.terms = terms
         self.barred = barred  # R-47: (request, pool) not granted in this pass, as a reclaim would take it back
         self.expiries: list[Decision] = []
+        self.warnings: list[Decision] = []  # R-52
         self.evictions: list[Decision] = []
         self.cancellations: list[Decision] = []
         self.rejections: list[Decision] = []
@@ -112,7 +114,8 @@ class _Pass:
         return Plan(
             self.now, tuple(self.expiries), tuple(self.evictions), tuple(self.cancellations),
             tuple(self.rejections), tuple(self.grants), tuple(preemption.decisions),
-            (*self.released_holds, *preemption.holds), waiting, preemption.wake_at,
+            (*self.released_holds, *preemption.holds), warnings=tuple(self.warnings), waiting=waiting,
+            wake_at=preemption.wake_at,
         )
 
     def _grant(self, enabled: bool) -> list[QueueGroup]:
@@ -159,7 +162,15 @@ class _Pass:
                 self.evictions.append(decision)
                 if decision.state is PENDING:
                     requeued[request.id] = applied(request, decision, now)
+            elif lifecycle.time_limit_reached(request, now):  # R-52, R-53
+                policy = self.config.policy.get(request.policy)
+                decision = lifecycle.time_limit(request, requeue=policy is not None and policy.on_time_limit == "requeue")
+                self.expiries.append(decision)
+                if decision.state is PENDING:
+                    requeued[request.id] = applied(request, decision, now)
             else:
+                if lifecycle.time_limit_near(request, now, grace):  # R-52: warned a grace before
+                    self.warnings.append(lifecycle.time_limit_warning(request))
                 live.append(request)
         if requeued:
             return live, [requeued.get(r.id, r) for r in requests if r.state is PENDING or r.id in requeued]
@@ -329,8 +340,10 @@ class _Pass:
         group.next += 1
         pool, order = group.pools[group.cursor], len(self.grants)  # R-47: the grants' order
         self.ledger.charge(request.policy, pool, request.resources, request.preemptible)
+        limit = self.config.policy[request.policy].run_limit(request.max_runtime_seconds)  # R-52
+        ends = None if limit is None else self.now + timedelta(seconds=limit)
         self.grants.append(_decision(request, State.ALLOCATED, Reason.GRANTED, f"granted on pool {pool}", pool=pool,
-                                     grant_order=order))
+                                     grant_order=order, time_limit_at=ends))
         self.live.append(Allocation(request.id, request.policy, pool, request.resources, request.preemptible, self.now,
                                     order))
         held_on = self.ledger.release_hold(request.id)  # R-45: the hold ends when H is granted

@@ -95,6 +95,7 @@ class Preemption:
         self.decisions: list[Decision] = []
         self.holds: list[Decision] = []
         self.waits: dict[int, ProtectedWait] = {}  # R-48: preemptor → the protected victims it waits for
+        self.waiting_groups: dict[int, tuple[QueueGroup, Request]] = {}  # R-48: those preemptors, to judge again
         self.claimed: set[int] = set()
         self.borrowed: dict[str, dict[int, set[str]]] = {}
         self.by_policy: defaultdict[str, list[Request]] = defaultdict(list)
@@ -140,8 +141,32 @@ class Preemption:
             if index + 1 < len(members):
                 after = members[index + 1]
                 heapq.heappush(heap, (key.of_member(after.submitted_at, after.id), index + 1, group))
+        self._judge_protected_waits()
+
+    def _judge_protected_waits(self) -> None:
+        """R-48: a wait for protected victims is told as the pass leaves things, which the next pass
+        finds: preemptors after it may have taken its unprotected victims or held room it needed.
+        The pass only takes room away, so judged again a wait can only go, never become victims."""
+        waits, self.waits = self.waits, {}
+        for request_id, (group, preemptor) in self.waiting_groups.items():
+            if request_id in waits:
+                found = self._search(group, preemptor)
+                if isinstance(found, ProtectedWait):
+                    self.waits[request_id] = found
 
     def _find_victims(self, group: QueueGroup, preemptor: Request) -> bool:
+        found = self._search(group, preemptor)
+        if isinstance(found, ProtectedWait):
+            self.waits[preemptor.id] = found
+            self.waiting_groups[preemptor.id] = (group, preemptor)
+        elif found is not None:
+            self._evict_for(preemptor, group, *found)
+            return True
+        return False
+
+    def _search(self, group: QueueGroup, preemptor: Request) -> tuple[str, list[Request]] | ProtectedWait | None:
+        """The first pool where a victim set works and the set (R-40), else the protected victims it
+        would wait for (R-48), else None. Changes nothing."""
         ledger, resources = self.ledger, group.resources
         protected: ProtectedWait | None = None  # R-48: the first pool where protected victims would do
         for pool, terms in zip(group.pools, group.terms):
@@ -159,17 +184,14 @@ class Preemption:
             candidates = self._candidates(pool, group, short, in_share)
             victims = choose_victims(short, [(c, c.resources) for c in candidates])
             if victims:
-                self._evict_for(preemptor, group, pool, victims)
-                return True
+                return pool, victims
             if protected is None and pool in self.protected_on:
                 everyone = self._candidates(pool, group, short, in_share, protected_too=True)
                 victims = choose_victims(short, [(c, c.resources) for c in everyone])
                 if victims:  # some of them protected, as all the others together were not enough
                     until = max(self.protected_until[v.id] for v in victims if v.id in self.protected_until)
                     protected = ProtectedWait(pool, until, tuple(v.id for v in victims))
-        if protected is not None:
-            self.waits[preemptor.id] = protected
-        return False
+        return protected
 
     def _candidates(self, pool: str, group: QueueGroup, short: dict[str, int], in_share: bool,
                     protected_too: bool = False) -> list[Request]:

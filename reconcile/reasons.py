@@ -30,6 +30,8 @@ class Reason(enum.StrEnum):
     PREEMPTED_BY_PRIORITY = "PreemptedByPriority"
     RECLAIMED = "Reclaimed"
     LEASE_EXPIRED = "LeaseExpired"
+    TIME_LIMIT = "TimeLimit"  # its run limit came
+    TIME_LIMIT_NEAR = "TimeLimitNear"  # an allocated request's run limit comes within the grace
     CANCELLED_BY_USER = "CancelledByUser"
     QUEUE_REMOVED = "QueueRemoved"
     RELEASED = "Released"

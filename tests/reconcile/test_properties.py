@@ -260,7 +260,7 @@ def _say(line: str) -> None:
 
 def _story(config: Config) -> None:
     _say(f"pools: {[(p.name, str(p.capacity), p.execution_order) for p in config.pools]}")
-    _say(f"policies: {[(p.name, p.priority, p.quotas) for p in config.policies]}")
+    _say(f"policies: {[(p.name, p.priority, p.quotas, p.min_runtime_seconds, p.max_runtime_seconds, p.on_time_limit) for p in config.policies]}")
     _say(f"profiles: {[(p.name, str(p.resources), p.dynamic, p.pools, p.policies) for p in config.profiles]}")
 
 
@@ -432,17 +432,26 @@ def test_r47_no_pass_grants_what_a_waiting_request_reclaims_at_once(config: Conf
 
 
 _PROTECTION = st.sampled_from((None, None, 10, 60, 600))
+_RUN_LIMIT = st.sampled_from(((None, "end"), (None, "end"), (30, "end"), (60, "requeue"), (600, "end"),
+                              (45, "requeue")))
 
 
 @st.composite
-def protecting_configs(draw) -> Config:
-    """``configs``, some policies protecting their running requests for a while (R-48)."""
+def timed_configs(draw) -> Config:
+    """``configs``, some policies protecting their running requests for a while (R-48) and
+    capping how long they run, ending or re-queuing them at the cap (R-52, R-53)."""
     config = draw(configs())
-    return replace(config, policies=tuple(replace(p, min_runtime_seconds=draw(_PROTECTION)) for p in config.policies))
+    policies = []
+    for p in config.policies:
+        cap, at_limit = draw(_RUN_LIMIT)
+        policies.append(replace(p, min_runtime_seconds=draw(_PROTECTION), max_runtime_seconds=cap,
+                                on_time_limit=at_limit))
+    return replace(config, policies=tuple(policies))
 
 
-@given(config=protecting_configs(), actions=ACTIONS, grace=GRACE)
-def test_r48_with_protection_every_step_keeps_the_invariants(config: Config, actions: list[tuple], grace: timedelta):
+@given(config=timed_configs(), actions=ACTIONS, grace=GRACE)
+def test_r48_r52_with_the_time_rules_every_step_keeps_the_invariants(config: Config, actions: list[tuple],
+                                                                     grace: timedelta):
     """I-1…I-8 as above; I-7 includes R-48: no victim has run less than its policy's min_runtime_seconds."""
     reworded, _ = _walk(config, actions, grace)
     assert not reworded, "I-8: " + "\n".join(reworded)

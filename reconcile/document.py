@@ -64,6 +64,7 @@ from typing import Any
 
 from .document_checks import Issue, Reading, brief, check_references, check_semantics, check_totals
 from .document_checks import check_warnings, json_type, show
+from .document_time import read_time_rules
 from .document_writer import full_orders
 from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota, scope_text
 from .quantity import KEY_PATTERN, QuantityError, Vector, parse_quantity, quantity_text
@@ -76,8 +77,6 @@ MAX_POOLS, MAX_PROFILES, MAX_POLICIES = 200, 500, 500  # decision 93; the totals
 MAX_CONNECTIONS, MAX_QUOTAS, MAX_KEYS = 50, 64, 100  # per profile, per policy, per vector (and request)
 MAX_DESCRIPTION, MAX_CONNECTION_NAME, MAX_GROUP, MAX_PRIORITY = 1000, 100, 150, 1_000_000
 MAX_DISPLAY_NAME = 100
-MAX_SECONDS = 366 * 86400  # a duration of the time rules (R-48, R-52): whole seconds, 1 up to a year
-ON_TIME_LIMIT = ("end", "requeue")  # R-52, R-53: what a run at its limit does; the first is the default
 # What a name may contain, in words (NAME_PATTERN's): the API's message and the editor's hint.
 NAME_RULE = "1 to 63 lower-case letters, digits, '.', '_' or '-', the first a letter or digit"
 
@@ -216,10 +215,7 @@ def _read_policy(reading: Reading, raw: object, path: str) -> Policy:
         quotas=quotas,
         group=_text(reading, obj, path, "group", MAX_GROUP, required=True),
         description=_text(reading, obj, path, "description", MAX_DESCRIPTION),
-        min_runtime_seconds=_seconds(reading, obj, path, "min_runtime_seconds"),
-        max_runtime_seconds=_seconds(reading, obj, path, "max_runtime_seconds"),
-        require_max_runtime=_flag(reading, obj, path, "require_max_runtime"),
-        on_time_limit=_choice(reading, obj, path, "on_time_limit", ON_TIME_LIMIT),
+        **read_time_rules(reading, obj, path),
     )
 
 
@@ -336,39 +332,6 @@ def _priority(reading: Reading, raw: object, path: str) -> int:
     if not -MAX_PRIORITY <= raw <= MAX_PRIORITY:
         reading.error(path, "out_of_range", f"priority must be between -{MAX_PRIORITY:,} and {MAX_PRIORITY:,}")
         return 0
-    return raw
-
-
-def _seconds(reading: Reading, obj: Mapping[Any, Any], path: str, field: str) -> int | None:
-    """An optional duration in whole seconds, 1 to ``MAX_SECONDS``; None when absent or null."""
-    raw, at = obj.get(field), f"{path}.{field}"
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        reading.error(at, "invalid_type", f"{field} is a whole number of seconds, not {json_type(raw)}")
-        return None
-    if not 1 <= raw <= MAX_SECONDS:
-        reading.error(at, "out_of_range", f"{field} must be between 1 and {MAX_SECONDS:,} seconds")
-        return None
-    return raw
-
-
-def _flag(reading: Reading, obj: Mapping[Any, Any], path: str, field: str) -> bool:
-    """An optional boolean, false when absent."""
-    raw = obj.get(field, False)
-    if not isinstance(raw, bool):
-        reading.error(f"{path}.{field}", "invalid_type", f"{field} is true or false, not {json_type(raw)}")
-        return False
-    return raw
-
-
-def _choice(reading: Reading, obj: Mapping[Any, Any], path: str, field: str, choices: tuple[str, ...]) -> str:
-    """One of ``choices``, the first when absent."""
-    raw = obj.get(field, choices[0])
-    if raw not in choices or not isinstance(raw, str):
-        reading.error(f"{path}.{field}", "invalid_choice",
-                      f"{field} is one of {', '.join(map(repr, choices))}, not {show(raw)}")
-        return choices[0]
     return raw
 
 

@@ -43,7 +43,8 @@ from poolweb.selectors.requests import (
 from poolweb.services import requests as services
 from poolweb.services.payloads import change_data, request_data
 from reconcile import State
-from reconcile.document import MAX_SECONDS, Issue
+from reconcile.document import Issue
+from reconcile.document_time import MAX_SECONDS
 from reconcile.lifecycle import LEASE_SECONDS_DEFAULT
 from reconcile.resource_settings import MEMORY_UNITS
 

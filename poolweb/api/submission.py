@@ -21,7 +21,7 @@ from poolweb.services.validation import storable
 from reconcile import Config, Profile, Vector, lifecycle
 from reconcile.document import Issue
 from reconcile import STEP_RUN
-from reconcile.document import MAX_SECONDS
+from reconcile.document_time import MAX_SECONDS
 from reconcile.document_checks import json_type, show
 from reconcile.resource_settings import ResourceError, child, read_resources, resources_from_settings
 

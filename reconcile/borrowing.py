@@ -32,6 +32,7 @@ class Allocation(NamedTuple):
     resources: Vector
     preemptible: bool
     allocated_at: datetime
+    grant_order: int = 0  # its place among this pass's grants
     state: State = State.ALLOCATED
 
 
@@ -47,7 +48,7 @@ def borrowed_units(terms: TermsCache, policy: str, live: Iterable[Request | Allo
     borrowed: dict[int, dict[str, int]] = {}
     mine = [r for r in live if r.policy == policy]
     if _reserves(stated):
-        mine.sort(key=attrgetter("allocated_at", "id"))  # else nothing is reserved: order cannot matter
+        mine.sort(key=_OLDEST_FIRST)  # else nothing is reserved: order cannot matter
     for allocation in mine:
         units: dict[str, int] = {}
         borrowed[allocation.id] = units
@@ -95,6 +96,12 @@ def borrowing_keys(terms: TermsCache, policy: str, live: Iterable[Request | Allo
                 keys = metered[allocation.pool] = frozenset(pool.capacity) if pool is not None else frozenset()
             found[allocation.id] = keys & allocation.resources.keys()
     return found
+
+
+# §1, R-47: oldest first is the order of the grants; the grants of one pass share ``allocated_at``
+# and follow ``grant_order``. The id only parts allocations stored without it (granted before it
+# was kept), as it always did.
+_OLDEST_FIRST = attrgetter("allocated_at", "grant_order", "id")
 
 
 def _reserves(policy: Policy | None) -> bool:

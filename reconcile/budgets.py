@@ -17,8 +17,9 @@ Period(start=datetime.datetime(2026, 12, 1, 0, 0, tzinfo=datetime.timezone.utc),
 >>> burn.text, burn.spent, burn.reached
 ('612 of 1,000 GPU-hours this month, resets 1 Jan', False, 50)
 >>> config = Config(policies=(Policy("dev", priority=5, quotas=(Quota("*", "gpu", 4000, 8000),)), Policy("ml", priority=-2)))
->>> when_spent_idle(Snapshot(now, config), {"dev"}).config.policies[0]
-Policy(name='dev', priority=-3, quotas=(Quota(scope='*', key='gpu', reserved=None, limit=8000),), group='', description='', display_name='', budget=None)
+>>> idle = when_spent_idle(Snapshot(now, config), {"dev"}).config.policies[0]
+>>> idle.priority, idle.quotas
+(-3, (Quota(scope='*', key='gpu', reserved=None, limit=8000),))
 """
 
 from __future__ import annotations

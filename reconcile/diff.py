@@ -8,8 +8,10 @@ its fields with the value before and after (``None``: absent). The fields of an 
   serves it: listed profiles first, then the other connected ones by name), ``labels.<key>``;
 - profile: ``display_name``, ``description``, ``resources.<key>``, ``dynamic``, ``connections`` (the pool
   precedence), ``connections[<pool>].name``, ``policies`` (the policy rank);
-- policy: ``display_name``, ``description``, ``group``, ``priority``, ``quotas[<scope>/<key>].reserved`` and
-  ``.limit``, ``budget.key``, ``.hours``, ``.period`` and ``.when_spent`` (all absent without a budget).
+- policy: ``display_name``, ``description``, ``group``, ``priority``, the time rules it states
+  (``min_runtime_seconds``, ``max_runtime_seconds``, ``require_max_runtime``,
+  ``on_time_limit``), ``quotas[<scope>/<key>].reserved`` and ``.limit``, ``budget.key``, ``.hours``,
+  ``.period`` and ``.when_spent`` (all absent without a budget).
 
 Quantities are shown as the API writes them (``format_quantity``), orders as tuples of names.
 The configurations are those ``parse_document`` returns, whose execution orders are complete.
@@ -47,6 +49,7 @@ from decimal import Decimal
 from typing import NamedTuple, Union
 
 from .budgets import budget_document
+from .document_writer import time_rules
 from .model import Config, Policy, Pool, Profile
 from .quantity import format_quantity
 
@@ -131,7 +134,7 @@ def profile_fields(profile: Profile) -> dict[str, Value]:
 
 def policy_fields(policy: Policy) -> dict[str, Value]:
     fields: dict[str, Value] = {**_display(policy), "description": policy.description, "group": policy.group,
-                                "priority": policy.priority}
+                                "priority": policy.priority, **time_rules(policy)}
     for row in policy.quotas:
         for name, amount in (("reserved", row.reserved), ("limit", row.limit)):
             fields[f"quotas[{row.scope}/{row.key}].{name}"] = None if amount is None else format_quantity(amount)

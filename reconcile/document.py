@@ -49,7 +49,9 @@ and a quota row's ``key`` are required; an absent capacity, allotment, policy li
 list is empty, and an absent ``group`` is "" (only admins may then submit; the service warns);
 ``version`` is accepted with any value and ignored; a given ``group`` is a non-empty
 string of at most 150 characters (a Django group name); ``priority`` is an integer in
-±1,000,000; a resource vector has at most 100 keys; past 1000 errors the rest are only counted
+±1,000,000; ``min_runtime_seconds`` (R-48) and ``max_runtime_seconds`` (R-52) are absent, null or a
+whole number of seconds from 1 to 366 days; ``require_max_runtime`` is a boolean (false);
+``on_time_limit`` is "end" (the default) or "requeue"; a resource vector has at most 100 keys; past 1000 errors the rest are only counted
 (``too_many_errors``).
 """
 
@@ -63,6 +65,8 @@ from typing import Any
 from .budgets import read_budget
 from .document_checks import Issue, Reading, brief, check_references, check_semantics, check_totals
 from .document_checks import check_warnings, json_type, show
+from .document_fields import child, read_labels
+from .document_time import read_time_rules
 from .document_writer import full_orders
 from .model import ALL_POOLS, Config, Policy, Pool, Profile, Quota, scope_text
 from .quantity import KEY_PATTERN, QuantityError, Vector, parse_quantity, quantity_text
@@ -70,14 +74,10 @@ from .quantity import KEY_PATTERN, QuantityError, Vector, parse_quantity, quanti
 __all__ = ["Issue", "Parsed", "child", "parse_document", "read_document"]
 
 NAME_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")  # matched whole (fullmatch)
-_PLAIN_FIELD = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # a field name shown in a path (``child``)
 MAX_POOLS, MAX_PROFILES, MAX_POLICIES = 200, 500, 500  # decision 93; the totals are document_checks'
 MAX_CONNECTIONS, MAX_QUOTAS, MAX_KEYS = 50, 64, 100  # per profile, per policy, per vector (and request)
 MAX_DESCRIPTION, MAX_CONNECTION_NAME, MAX_GROUP, MAX_PRIORITY = 1000, 100, 150, 1_000_000
 MAX_DISPLAY_NAME = 100
-MAX_LABELS, MAX_LABEL_VALUE = 20, 200  # a pool's labels; a key is LABEL_KEY_PATTERN's
-LABEL_KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_./-]{0,62}")  # matched whole (fullmatch)
-LABEL_KEY_RULE = "1 to 63 lower-case letters, digits, '.', '_', '/' or '-', the first a letter or digit"
 # What a name may contain, in words (NAME_PATTERN's): the API's message and the editor's hint.
 NAME_RULE = "1 to 63 lower-case letters, digits, '.', '_' or '-', the first a letter or digit"
 
@@ -94,7 +94,9 @@ DOCUMENT_FIELDS = Fields(("pools", "profiles", "policies"), ("version",))
 POOL_FIELDS = Fields(("name",), ("display_name", "capacity", "description", "execution_order", "labels"))
 PROFILE_FIELDS = Fields(("name", "connections"), ("display_name", "resources", "policies", "description", "dynamic"))
 CONNECTION_FIELDS = Fields(("pool",), ("name",))
-POLICY_FIELDS = Fields(("name",), ("display_name", "group", "quotas", "description", "priority", "budget"))
+POLICY_FIELDS = Fields(("name",), ("display_name", "group", "quotas", "description", "priority", "budget",
+                                       "min_runtime_seconds", "max_runtime_seconds", "require_max_runtime",
+                                       "on_time_limit"))
 QUOTA_FIELDS = Fields(("key",), ("scope", "reserved", "limit"))
 
 
@@ -162,7 +164,7 @@ def _read_pool(reading: Reading, raw: object, path: str) -> Pool:
         capacity=_vector(reading, obj, path, "capacity"),
         execution_order=_references(reading, obj, path, "execution_order", "profile", MAX_PROFILES),
         description=_text(reading, obj, path, "description", MAX_DESCRIPTION),
-        labels=_labels(reading, obj, path),
+        labels=read_labels(reading, obj, path),
     )
 
 
@@ -217,6 +219,7 @@ def _read_policy(reading: Reading, raw: object, path: str) -> Policy:
         group=_text(reading, obj, path, "group", MAX_GROUP, required=True),
         description=_text(reading, obj, path, "description", MAX_DESCRIPTION),
         budget=None if obj.get("budget") is None else read_budget(reading, obj["budget"], f"{path}.budget"),
+        **read_time_rules(reading, obj, path),
     )
 
 
@@ -326,31 +329,6 @@ def _text(reading: Reading, obj: Mapping[Any, Any], path: str, field: str, limit
     return default
 
 
-def _labels(reading: Reading, obj: Mapping[Any, Any], path: str) -> tuple[tuple[str, str], ...]:
-    """``labels``: an object of key → text, sorted by key."""
-    raw, at = obj.get("labels", _MISSING), f"{path}.labels"
-    if raw is _MISSING:
-        return ()
-    if not isinstance(raw, Mapping):
-        reading.error(at, "invalid_type", f"labels is an object of key → text, not {json_type(raw)}")
-        return ()
-    if len(raw) > MAX_LABELS:
-        reading.error(at, "too_many", f"labels has {len(raw)} keys, at most {MAX_LABELS} are allowed")
-        return ()
-    labels = []
-    for key, value in raw.items():
-        if not (isinstance(key, str) and LABEL_KEY_PATTERN.fullmatch(key)):
-            reading.error(child(at, key), "invalid_key", f"{show(key)} is not a label key: {LABEL_KEY_RULE}")
-        elif not isinstance(value, str):
-            reading.error(f"{at}.{key}", "invalid_type", f"label {key} is a string, not {json_type(value)}")
-        elif len(value) > MAX_LABEL_VALUE:
-            reading.error(f"{at}.{key}", "too_long", f"label {key} has {len(value)} characters, "
-                                                     f"at most {MAX_LABEL_VALUE} are allowed")
-        else:
-            labels.append((key, value))
-    return tuple(sorted(labels))
-
-
 def _priority(reading: Reading, raw: object, path: str) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int):
         reading.error(path, "invalid_type", f"priority is an integer, not {json_type(raw)}")
@@ -395,11 +373,3 @@ def _quantity(reading: Reading, raw: object, path: str) -> int | None:
 def _is_key(key: object) -> bool:
     # fullmatch: KEY_PATTERN ends in "$", which a plain match lets pass before a trailing newline.
     return isinstance(key, str) and KEY_PATTERN.fullmatch(key) is not None
-
-
-def child(path: str, field: object) -> str:
-    """``path.field``, or ``path`` alone when the field is not a short plain string (here and in
-    resource_settings, so a field is named the same way in every error path)."""
-    if isinstance(field, str) and _PLAIN_FIELD.fullmatch(field):
-        return f"{path}.{field}" if path else field
-    return path

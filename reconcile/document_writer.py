@@ -46,12 +46,22 @@ def _policy_document(policy: Policy) -> dict[str, Any]:
     # An absent group is "" and a given one must not be empty, so "" is written by leaving it out.
     group = {"group": policy.group} if policy.group else {}
     return {"name": policy.name, **_display(policy), "description": policy.description, **group, "priority": policy.priority,
-            "quotas": [_quota_document(row) for row in policy.quotas], **_budget(policy)}
+            **time_rules(policy), "quotas": [_quota_document(row) for row in policy.quotas], **_budget(policy)}
 
 
 def _budget(policy: Policy) -> dict[str, Any]:
     """A budget is written only when there is one, as display names are."""
     return {} if policy.budget is None else {"budget": budget_document(policy.budget)}
+
+
+def time_rules(policy: Policy) -> dict[str, Any]:
+    """The time rules' fields a policy states, those left at their defaults out (R-48, R-52): a
+    document without them stays as it was."""
+    return {name: getattr(policy, name) for name, default in POLICY_TIME_FIELDS if getattr(policy, name) != default}
+
+
+POLICY_TIME_FIELDS = (("min_runtime_seconds", None), ("max_runtime_seconds", None), ("require_max_runtime", False),
+                      ("on_time_limit", "end"))
 
 
 def _profile_document(profile: Profile) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from .model import ALL_POOLS, Config, Pool, Request, Snapshot, State, scope_text
 from .plan import Decision, Plan
@@ -135,7 +136,7 @@ def check_preemptions(snapshot: Snapshot, plan: Plan) -> list[Violation]:
 
     Preemption runs after the time, queue and grant phases, so it is judged on their outcome:
     this pass's grants are live, allocated at ``plan.now``."""
-    phase, found = _PreemptionPhase(snapshot.config, _after_grants(snapshot, plan)), []
+    phase, found = _PreemptionPhase(snapshot.config, _after_grants(snapshot, plan), plan.now), []
     for decision in plan.preemptions:
         if why := "management is disabled (R-30)" if not snapshot.management_enabled else phase.unjustified(decision):
             found.append(Violation("I-7", f"request {decision.request_id} preempted for request "
@@ -146,8 +147,8 @@ def check_preemptions(snapshot: Snapshot, plan: Plan) -> list[Violation]:
 class _PreemptionPhase:
     """The preemption phase as the plan reports it, decision by decision."""
 
-    def __init__(self, config: Config, requests: dict[int, Request]) -> None:
-        self.config, self.requests, self.live = config, requests, _live(requests.values())
+    def __init__(self, config: Config, requests: dict[int, Request], now: datetime) -> None:
+        self.config, self.requests, self.live, self.now = config, requests, _live(requests.values()), now
         self.holds = _holds(requests)  # preemptor → (pool, itself); grows as the pass preempts (R-45)
         self.in_flight = {r.preempted_by for r in self.live if r.state == State.PREEMPTING}  # R-40
         self.served: dict[int, str] = {}  # preemptor → the pool of the victims it took in this pass
@@ -180,6 +181,9 @@ class _PreemptionPhase:
                 or victim.pool != decision.pool):
             return (f"the victim is {victim.state}, preemptible={victim.preemptible}, of policy {victim.policy}, "
                     f"on pool {victim.pool} (R-41)")
+        protected = self.config.policy[victim.policy].min_runtime_seconds
+        if protected and victim.allocated_at + timedelta(seconds=protected) > self.now:
+            return f"the victim has run less than the {protected} s of its policy's min_runtime_seconds (R-48)"
         lacking = self._lacking(preemptor, decision.pool)
         if not any(victim.resources.get(key) for key in lacking):
             return f"the victim holds none of the keys the preemptor is short of ({', '.join(lacking)}) (R-41)"
@@ -242,7 +246,7 @@ def _borrowed(config: Config, live: list[Request], policy: str) -> dict[int, dic
     applicable scope; what exceeds it at any scope is borrowed."""
     consumed: defaultdict[tuple[str, str], int] = defaultdict(int)  # (scope, key) → reservation used
     borrowed: dict[int, dict[str, int]] = {}
-    for allocation in sorted((r for r in live if r.policy == policy), key=lambda r: (r.allocated_at, r.id)):
+    for allocation in sorted((r for r in live if r.policy == policy), key=lambda r: (r.allocated_at, r.grant_order, r.id)):
         units, unmetered = borrowed.setdefault(allocation.id, {}), config.unmetered.get(allocation.pool)
         for key, amount in allocation.resources.items():
             if unmetered is not None and key not in unmetered:  # on a known pool that meters it

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from .model import PREEMPTING, Request, State
+from .model import ALLOCATED, PREEMPTING, Request, State
 from .plan import Decision
 from .quantity import Vector  # noqa: F401  (doctest)
 from .reasons import Reason
@@ -93,3 +93,37 @@ def lease_expired(request: Request, now: datetime) -> bool:
 
 def grace_over(request: Request, now: datetime, grace: timedelta) -> bool:
     return request.state == PREEMPTING and request.preempted_at is not None and request.preempted_at + grace <= now
+
+
+def time_limit_reached(request: Request, now: datetime) -> bool:
+    """R-52: a live request whose run limit has come."""
+    return request.state.live and request.time_limit_at is not None and request.time_limit_at <= now
+
+
+def time_limit(request: Request, requeue: bool) -> Decision:
+    """R-52, R-53: the run ends at its limit; its capacity is returned. Where its policy says so
+    it is queued again as a new attempt, submitted anew (behind those already waiting)."""
+    if requeue:
+        return Decision.of(request, State.PENDING, Reason.TIME_LIMIT,
+                           f"its run limit came at {_moment(request)}; queued again (attempt {request.attempt + 1})")
+    return Decision.of(request, State.EXPIRED, Reason.TIME_LIMIT, f"its run limit came at {_moment(request)}")
+
+
+def time_limit_near(request: Request, now: datetime, grace: timedelta) -> bool:
+    """R-52: an allocated request not warned yet whose run limit comes within ``grace``. A run no
+    longer than the grace is not warned apart: its grant tells its end already."""
+    if request.state is not ALLOCATED or request.time_limit_at is None or request.reason is Reason.TIME_LIMIT_NEAR:
+        return False
+    warn_at = request.time_limit_at - grace
+    return warn_at <= now and (request.allocated_at is None or request.allocated_at < warn_at)
+
+
+def time_limit_warning(request: Request) -> Decision:
+    """R-52: the holder is told, a grace before, that its run ends; it stays allocated."""
+    return Decision.of(request, State.ALLOCATED, Reason.TIME_LIMIT_NEAR,
+                       f"its run limit comes at {_moment(request)}: checkpoint and release before, or it is ended",
+                       pool=request.pool)
+
+
+def _moment(request: Request) -> str:
+    return f"{request.time_limit_at:%Y-%m-%d %H:%M:%S %Z}".rstrip()

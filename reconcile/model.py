@@ -122,6 +122,20 @@ class Policy(Labelled):
     description: str = ""
     display_name: str = ""  # what people read; "" when it is the name
     budget: Budget | None = None  # None: no budget, nothing is counted against it
+    # R-48: its running requests are no victims until they have run this long; None: from the start
+    min_runtime_seconds: int | None = None
+    # R-52: the longest its requests may run (a declared limit above it is refused; a request that
+    # declares none runs at most this long); whether they must declare one; and what ends a run at
+    # its limit does: "end" (expired, TimeLimit) or "requeue" (pending again, R-53).
+    max_runtime_seconds: int | None = None
+    require_max_runtime: bool = False
+    on_time_limit: str = "end"
+
+    def run_limit(self, declared: int | None) -> int | None:
+        """R-52: how long a request of this policy that declared ``declared`` may run; None: no limit."""
+        if declared is None or self.max_runtime_seconds is None:
+            return declared if self.max_runtime_seconds is None else self.max_runtime_seconds
+        return min(declared, self.max_runtime_seconds)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,12 +221,17 @@ class Request:
     attempt: int = 1
     pool: str | None = None  # set while live
     allocated_at: datetime | None = None
+    # R-47: its place among the grants of the pass that granted it (0 = first). The grants of a
+    # pass share ``allocated_at``; (allocated_at, grant_order) is the order they were made in.
+    grant_order: int = 0
     lease_seconds: int = 300
     lease_expires_at: datetime | None = None
     preempted_by: int | None = None
     preempted_at: datetime | None = None  # when it became preempting; the grace runs from here
     reason: Reason | None = None  # of the last change of state
     held_pool: str | None = None  # R-45: where capacity is held for it since it chose victims
+    max_runtime_seconds: int | None = None  # R-52: the run limit it declared; None: none
+    time_limit_at: datetime | None = None  # R-52: while live, when its run ends (set at the grant)
 
     @property
     def retries_left(self) -> bool:

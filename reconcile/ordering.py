@@ -56,20 +56,23 @@ class VictimKey(NamedTuple):
 
     1. lowest policy priority first;
     2. allocations holding borrowed units before those in share;
-    3. newest allocation first;
+    3. newest allocation first: the latest ``allocated_at``, and among the grants of one pass the
+       last granted (R-47);
     4. then id, highest (newest) first.
     """
 
     priority: int
     in_share: bool
     negated_allocated_at: int  # microseconds since 1970
+    negated_grant_order: int
     negated_request_id: int
 
 
-def victim_key(priority: int, borrowed: bool, allocated_at: datetime | int, request_id: int) -> VictimKey:
+def victim_key(priority: int, borrowed: bool, allocated_at: datetime | int, request_id: int,
+               grant_order: int = 0) -> VictimKey:
     """The key of an allocation of a policy of ``priority``, holding borrowed units of a key the
     preemptor lacks or not."""
-    return VictimKey(priority, not borrowed, -micros(allocated_at), -request_id)
+    return VictimKey(priority, not borrowed, -micros(allocated_at), -grant_order, -request_id)
 
 
 def micros(moment: datetime | int) -> int:

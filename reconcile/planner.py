@@ -24,6 +24,7 @@ import heapq
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 from operator import attrgetter
 
 from . import lifecycle
@@ -46,36 +47,75 @@ def plan(snapshot: Snapshot, terms: TermsCache | None = None) -> Plan:
 
     ``terms``: the TermsCache of ``snapshot.config`` that the caller keeps across passes on that
     configuration; None builds the terms this pass needs afresh. The caller decides whether the
-    process's garbage collector runs meanwhile (``poolweb.collector``: the service pauses it)."""
-    return _Pass(snapshot, terms_for(snapshot.config, terms)).run()
+    process's garbage collector runs meanwhile (``poolweb.collector``: the service pauses it).
+
+    R-47: a pass whose preemption reclaims what its own grants gave is decided again, without
+    those grants (each barred from the pool it was reclaimed on), until none is taken back. Every
+    round bars one grant more, so it ends; a pass that reclaims no grant of its own (nearly all)
+    is decided once."""
+    return _decided(snapshot, terms_for(snapshot.config, terms))[0]
+
+
+def _decided(snapshot: Snapshot, terms: TermsCache) -> tuple[Plan, frozenset[tuple[int, str]]]:
+    """The plan (R-47: decided again until it reclaims none of its own grants) and the grants it bars."""
+    barred: frozenset[tuple[int, str]] = frozenset()
+    while True:
+        decided_by = _Pass(snapshot, terms, barred)
+        decided = decided_by.run()
+        taken_back = _reclaimed_grants(decided, decided_by.owed)
+        if not taken_back:
+            return decided, barred
+        barred |= taken_back
+
+
+def _reclaimed_grants(decided: Plan, owed: set[int]) -> frozenset[tuple[int, str]]:
+    """(request, pool) of each grant of ``decided`` that its own preemption reclaims (R-47).
+
+    Not a preemptor's grant of the capacity held for it (``owed``): barred, it would keep its hold,
+    and the next pass, with nobody to reclaim it, would grant it. Such a grant is reclaimed only
+    where a policy reserves what one of a higher priority preempts it for: the two rules of R-41
+    then take the capacity from each other in turn, as they did before R-47."""
+    reclaimed = {d.request_id: d.pool for d in decided.preemptions if d.reason is Reason.RECLAIMED}
+    if not reclaimed:
+        return frozenset()
+    return frozenset((d.request_id, d.pool) for d in decided.grants
+                     if reclaimed.get(d.request_id) == d.pool and d.request_id not in owed)
 
 
 class _Pass:
-    def __init__(self, snapshot: Snapshot, terms: TermsCache) -> None:
+    def __init__(self, snapshot: Snapshot, terms: TermsCache,
+                 barred: frozenset[tuple[int, str]] = frozenset()) -> None:
         self.snapshot, self.config, self.now = snapshot, snapshot.config, snapshot.now
         self.terms = terms
+        self.barred = barred  # R-47: (request, pool) not granted in this pass, as a reclaim would take it back
         self.expiries: list[Decision] = []
+        self.warnings: list[Decision] = []  # R-52
         self.evictions: list[Decision] = []
         self.cancellations: list[Decision] = []
         self.rejections: list[Decision] = []
         self.grants: list[Decision] = []
         self.released_holds: list[Decision] = []  # R-45 holds that no longer serve their preemptor
         self.victims_of: dict[int, list[int]] = {}  # preemptor → its victims in flight
+        self.owed: set[int] = set()  # R-47: preemptors granted in this pass where capacity was held for them
 
     def run(self) -> Plan:
         enabled = self.snapshot.management_enabled
         groups = self._grant(enabled)
         ordered = service_order(groups, self.ledger)
-        preemption = Preemption(self.config, self.terms, self.ledger, self.live, self.victims_of)
+        preemption = Preemption(self.config, self.terms, self.ledger, self.live, self.victims_of, self.now)
         if enabled:
             preemption.run(ordered)
         waiting = explain_waiting(ordered, serving_places(ordered), self.ledger, self.victims_of, enabled)
+        for request_id, wait in preemption.waits.items():  # R-48: it waits only for protected victims
+            waiting[request_id] = waiting[request_id]._replace(
+                reason=Reason.WAITING_FOR_PROTECTED_VICTIMS, message=wait.message)
         if not enabled:
             waiting = self._placed_as_served(waiting)
         return Plan(
             self.now, tuple(self.expiries), tuple(self.evictions), tuple(self.cancellations),
             tuple(self.rejections), tuple(self.grants), tuple(preemption.decisions),
-            (*self.released_holds, *preemption.holds), waiting,
+            (*self.released_holds, *preemption.holds), warnings=tuple(self.warnings), waiting=waiting,
+            wake_at=preemption.wake_at,
         )
 
     def _grant(self, enabled: bool) -> list[QueueGroup]:
@@ -92,8 +132,11 @@ class _Pass:
     def _placed_as_served(self, waiting: dict[int, Waiting]) -> dict[int, Waiting]:
         """While management is off, positions still tell the order the next pass will serve (R-32):
         a pass run as if it were on, on its own working copy, grants some requests in an order, and
-        the rest follow in R-32 order. Its cost, a second pass, is paid only while management is off."""
-        served = _Pass(replace(self.snapshot, management_enabled=True), self.terms)
+        the rest follow in R-32 order. Its cost, a second pass (and a third to know which grants R-47
+        bars), is paid only while management is off."""
+        enabled = replace(self.snapshot, management_enabled=True)
+        _, barred = _decided(enabled, self.terms)  # R-47: what the pass would not grant
+        served = _Pass(enabled, self.terms, barred)
         groups = served._grant(enabled=True)
         order = [grant.request_id for grant in served.grants]
         order += [request.id for _, members in serving_order(service_order(groups, served.ledger))
@@ -119,7 +162,15 @@ class _Pass:
                 self.evictions.append(decision)
                 if decision.state is PENDING:
                     requeued[request.id] = applied(request, decision, now)
+            elif lifecycle.time_limit_reached(request, now):  # R-52, R-53
+                policy = self.config.policy.get(request.policy)
+                decision = lifecycle.time_limit(request, requeue=policy is not None and policy.on_time_limit == "requeue")
+                self.expiries.append(decision)
+                if decision.state is PENDING:
+                    requeued[request.id] = applied(request, decision, now)
             else:
+                if lifecycle.time_limit_near(request, now, grace):  # R-52: warned a grace before
+                    self.warnings.append(lifecycle.time_limit_warning(request))
                 live.append(request)
         if requeued:
             return live, [requeued.get(r.id, r) for r in requests if r.state is PENDING or r.id in requeued]
@@ -233,11 +284,13 @@ class _Pass:
         if group.next >= len(group.members):
             return None
         fits, in_share = self.ledger.fits, self.ledger.in_share
+        head, barred = group.members[group.next], self.barred
         for i in range(group.cursor, len(group.pools)):
             terms = group.terms[i]
+            if barred and (head.id, group.pools[i]) in barred:
+                continue  # R-47; the identical members after it would be reclaimed alike
             if fits(terms, group.resources, group.preemptible, group.holder):
                 group.cursor = i
-                head = group.members[group.next]
                 return service_key(group.priority, in_share(terms, group.resources), group.execution[i],
                                    group.rank, head.submitted_at, head.id)
         group.cursor = len(group.pools)
@@ -285,11 +338,17 @@ class _Pass:
     def _grant_head(self, group: QueueGroup) -> tuple[str, bool]:
         request = group.members[group.next]
         group.next += 1
-        pool = group.pools[group.cursor]
+        pool, order = group.pools[group.cursor], len(self.grants)  # R-47: the grants' order
         self.ledger.charge(request.policy, pool, request.resources, request.preemptible)
-        self.grants.append(_decision(request, State.ALLOCATED, Reason.GRANTED, f"granted on pool {pool}", pool=pool))
-        self.live.append(Allocation(request.id, request.policy, pool, request.resources, request.preemptible, self.now))
+        limit = self.config.policy[request.policy].run_limit(request.max_runtime_seconds)  # R-52
+        ends = None if limit is None else self.now + timedelta(seconds=limit)
+        self.grants.append(_decision(request, State.ALLOCATED, Reason.GRANTED, f"granted on pool {pool}", pool=pool,
+                                     grant_order=order, time_limit_at=ends))
+        self.live.append(Allocation(request.id, request.policy, pool, request.resources, request.preemptible, self.now,
+                                    order))
         held_on = self.ledger.release_hold(request.id)  # R-45: the hold ends when H is granted
+        if held_on == pool:  # R-47: granted what was held for it; never barred (see _reclaimed_grants)
+            self.owed.add(request.id)
         return pool, held_on is not None and held_on != pool
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import NamedTuple, TypeVar
 
 from .borrowing import borrowing_keys
@@ -67,6 +68,20 @@ class _Preemptible(NamedTuple):
     key_if_in_share: VictimKey  # and where it does not
 
 
+class ProtectedWait(NamedTuple):
+    """R-48: the victims a preemptor would take on ``pool`` if they were not protected yet, and the
+    moment the last of them becomes a victim."""
+
+    pool: str
+    until: datetime
+    victims: tuple[int, ...]
+
+    @property
+    def message(self) -> str:
+        return (f"request(s) {', '.join(map(str, self.victims))} on pool {self.pool} would make room but are "
+                f"protected from preemption until {self.until:%Y-%m-%d %H:%M:%S %Z}".rstrip())
+
+
 class Preemption:
     """Each request that fits nowhere and has no victims in flight looks for victims (R-40).
 
@@ -74,11 +89,13 @@ class Preemption:
     pass only takes room away. So each group fails at most once."""
 
     def __init__(self, config: Config, terms: TermsCache, ledger: Ledger, live: list[Request],
-                 victims_of: dict[int, list[int]]) -> None:
+                 victims_of: dict[int, list[int]], now: datetime | None = None) -> None:
         self.config, self.terms, self.ledger, self.live = config, terms, ledger, live
         self.victims_of = victims_of
         self.decisions: list[Decision] = []
         self.holds: list[Decision] = []
+        self.waits: dict[int, ProtectedWait] = {}  # R-48: preemptor → the protected victims it waits for
+        self.waiting_groups: dict[int, tuple[QueueGroup, Request]] = {}  # R-48: those preemptors, to judge again
         self.claimed: set[int] = set()
         self.borrowed: dict[str, dict[int, set[str]]] = {}
         self.by_policy: defaultdict[str, list[Request]] = defaultdict(list)
@@ -87,6 +104,11 @@ class Preemption:
         self.sorted: dict[str, list[_Preemptible]] = {}  # see _on
         self.lowest: dict[str, int] = {}  # pool → lowest priority among its preemptible allocations
         priority_of = {policy.name: policy.priority for policy in config.policies}
+        # R-48: allocation → the moment it becomes a victim, for those that have not run long enough
+        self.protected_until: dict[int, datetime] = {}
+        self.protected_on: set[str] = set()  # pools with such allocations
+        protection = {policy.name: timedelta(seconds=policy.min_runtime_seconds) for policy in config.policies
+                      if policy.min_runtime_seconds} if now is not None else {}
         for request in live:
             self.by_policy[request.policy].append(request)
             if request.state is ALLOCATED and request.preemptible:
@@ -94,6 +116,15 @@ class Preemption:
                 self.on_pool[request.pool].append((priority, request))
                 if priority < self.lowest.get(request.pool, priority + 1):
                     self.lowest[request.pool] = priority
+                runs = protection.get(request.policy)
+                if runs is not None and request.allocated_at is not None and request.allocated_at + runs > now:
+                    self.protected_until[request.id] = request.allocated_at + runs
+                    self.protected_on.add(request.pool)
+
+    @property
+    def wake_at(self) -> datetime | None:
+        """The earliest moment protected victims that a preemptor waits for become victims (R-48)."""
+        return min((wait.until for wait in self.waits.values()), default=None)
 
     def run(self, ordered: list[QueueGroup]) -> None:
         """Preemptors in R-32 order (judged once, after the grants): a merge of the groups' members
@@ -110,9 +141,34 @@ class Preemption:
             if index + 1 < len(members):
                 after = members[index + 1]
                 heapq.heappush(heap, (key.of_member(after.submitted_at, after.id), index + 1, group))
+        self._judge_protected_waits()
+
+    def _judge_protected_waits(self) -> None:
+        """R-48: a wait for protected victims is told as the pass leaves things, which the next pass
+        finds: preemptors after it may have taken its unprotected victims or held room it needed.
+        The pass only takes room away, so judged again a wait can only go, never become victims."""
+        waits, self.waits = self.waits, {}
+        for request_id, (group, preemptor) in self.waiting_groups.items():
+            if request_id in waits:
+                found = self._search(group, preemptor)
+                if isinstance(found, ProtectedWait):
+                    self.waits[request_id] = found
 
     def _find_victims(self, group: QueueGroup, preemptor: Request) -> bool:
+        found = self._search(group, preemptor)
+        if isinstance(found, ProtectedWait):
+            self.waits[preemptor.id] = found
+            self.waiting_groups[preemptor.id] = (group, preemptor)
+        elif found is not None:
+            self._evict_for(preemptor, group, *found)
+            return True
+        return False
+
+    def _search(self, group: QueueGroup, preemptor: Request) -> tuple[str, list[Request]] | ProtectedWait | None:
+        """The first pool where a victim set works and the set (R-40), else the protected victims it
+        would wait for (R-48), else None. Changes nothing."""
         ledger, resources = self.ledger, group.resources
+        protected: ProtectedWait | None = None  # R-48: the first pool where protected victims would do
         for pool, terms in zip(group.pools, group.terms):
             if pool not in self.lowest:
                 continue  # nothing preemptible there
@@ -128,18 +184,28 @@ class Preemption:
             candidates = self._candidates(pool, group, short, in_share)
             victims = choose_victims(short, [(c, c.resources) for c in candidates])
             if victims:
-                self._evict_for(preemptor, group, pool, victims)
-                return True
-        return False
+                return pool, victims
+            if protected is None and pool in self.protected_on:
+                everyone = self._candidates(pool, group, short, in_share, protected_too=True)
+                victims = choose_victims(short, [(c, c.resources) for c in everyone])
+                if victims:  # some of them protected, as all the others together were not enough
+                    until = max(self.protected_until[v.id] for v in victims if v.id in self.protected_until)
+                    protected = ProtectedWait(pool, until, tuple(v.id for v in victims))
+        return protected
 
-    def _candidates(self, pool: str, group: QueueGroup, short: dict[str, int], in_share: bool) -> list[Request]:
-        """R-41 victims on ``pool`` for a preemptor of ``group``, in R-42 order."""
+    def _candidates(self, pool: str, group: QueueGroup, short: dict[str, int], in_share: bool,
+                    protected_too: bool = False) -> list[Request]:
+        """R-41 victims on ``pool`` for a preemptor of ``group``, in R-42 order; without those
+        protected by their policy's ``min_runtime_seconds`` (R-48) unless ``protected_too``."""
         found = []
         short_keys, claimed = short.keys(), self.claimed
+        protected = () if protected_too else self.protected_until
         for victim_priority, victim, borrowed, key_if_borrowing, key_if_in_share in self._on(pool):
             if victim_priority >= group.priority and not in_share:
                 break  # neither rule of R-41, for this one and all after it (they are sorted by priority)
             if victim.id in claimed or victim.policy == group.policy or short_keys.isdisjoint(victim.resources):
+                continue
+            if protected and victim.id in protected:
                 continue
             if not short_keys.isdisjoint(borrowed):  # by priority, or reclaimed: H is in share if not lower
                 found.append((key_if_borrowing, victim))
@@ -157,8 +223,8 @@ class Preemption:
             for priority, victim in sorted(self.on_pool[pool], key=_first):
                 allocated = micros(victim.allocated_at)
                 found.append(_Preemptible(priority, victim, self._borrowing(victim.policy)[victim.id],
-                                          victim_key(priority, True, allocated, victim.id),
-                                          victim_key(priority, False, allocated, victim.id)))
+                                          victim_key(priority, True, allocated, victim.id, victim.grant_order),
+                                          victim_key(priority, False, allocated, victim.id, victim.grant_order)))
         return found
 
     def _borrowing(self, policy: str) -> dict[int, set[str]]:

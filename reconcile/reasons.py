@@ -17,6 +17,7 @@ class Reason(enum.StrEnum):
     WAITING_FOR_QUOTA = "WaitingForQuota"
     WAITING_FOR_RESERVATION = "WaitingForReservation"
     WAITING_FOR_PREEMPTION = "WaitingForPreemption"
+    WAITING_FOR_PROTECTED_VICTIMS = "WaitingForProtectedVictims"
     BLOCKED_BY_HIGHER_PRIORITY = "BlockedByHigherPriority"
     WAITING_FOR_CAPACITY = "WaitingForCapacity"
     # Why a request can never run.
@@ -31,6 +32,8 @@ class Reason(enum.StrEnum):
     PREEMPTED_BY_PRIORITY = "PreemptedByPriority"
     RECLAIMED = "Reclaimed"
     LEASE_EXPIRED = "LeaseExpired"
+    TIME_LIMIT = "TimeLimit"  # its run limit came
+    TIME_LIMIT_NEAR = "TimeLimitNear"  # an allocated request's run limit comes within the grace
     CANCELLED_BY_USER = "CancelledByUser"
     QUEUE_REMOVED = "QueueRemoved"
     RELEASED = "Released"
@@ -48,6 +51,7 @@ _SEVERITY = (
     Reason.WAITING_FOR_RESERVATION,
     Reason.WAITING_FOR_QUOTA,
     Reason.WAITING_FOR_PREEMPTION,
+    Reason.WAITING_FOR_PROTECTED_VICTIMS,
     Reason.BLOCKED_BY_HIGHER_PRIORITY,
     Reason.WAITING_FOR_CAPACITY,
 )

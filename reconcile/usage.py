@@ -47,6 +47,9 @@ class Held(NamedTuple):
     allocated_at: int
     start: int
     stop: int
+    # R-47's place among a pass's grants is not in the history: grants of one second are ordered
+    # by request id here, as ``order`` below does
+    grant_order: int = 0
 
 
 class Era(NamedTuple):

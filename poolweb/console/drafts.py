@@ -26,10 +26,9 @@ from poolweb.console.cards import (
     Amount, Board, Finding, Link, Mark, PolicyCard, PoolCard, ProfileCard, QuotaLine, Removed, key_order,
 )
 from reconcile import ALL_POOLS, QuantityError, parse_quantity
-from reconcile.document import (
-    MAX_CONNECTIONS, MAX_KEYS, MAX_LABELS, MAX_POLICIES, MAX_POOLS, MAX_PROFILES, MAX_QUOTAS,
-)
+from reconcile.document import MAX_CONNECTIONS, MAX_KEYS, MAX_POLICIES, MAX_POOLS, MAX_PROFILES, MAX_QUOTAS
 from reconcile.document_checks import MAX_ALL_CONNECTIONS, MAX_ALL_QUEUES, MAX_ALL_QUOTAS
+from reconcile.document_fields import MAX_LABELS
 from reconcile.quantity import quantity_text
 
 _CARD_PATH = re.compile(r"(pools|profiles|policies)\[(\d+)\]")

@@ -26,7 +26,7 @@ COUNTERS = {
     "grant": ("poolweb_grants", "Requests granted by passes, by policy"),
     "preemption": ("poolweb_preemptions", "Requests preempted (their eviction began), by policy and reason"),
     "eviction": ("poolweb_evictions", "Preempted requests evicted when their grace ended (R-44, R-46)"),
-    "expiry": ("poolweb_expiries", "Leases that ran out (R-50), by policy"),
+    "expiry": ("poolweb_expiries", "Leases that ran out (R-50) and runs at their limit (R-52), by policy and reason"),
     "rejection": ("poolweb_rejections", "Requests rejected as never able to run (R-15), by policy and reason"),
     "cancellation": ("poolweb_cancellations", "Requests cancelled by a pass (R-56: their queue removed)"),
 }

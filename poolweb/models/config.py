@@ -85,6 +85,10 @@ class Policy(models.Model):
     description = models.TextField(blank=True)
     group_name = models.CharField(max_length=150, blank=True, db_index=True)
     priority = models.IntegerField(default=0)
+    min_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)  # R-48; null: none
+    max_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)  # R-52; null: no cap
+    require_max_runtime = models.BooleanField(default=False)
+    on_time_limit = models.CharField(max_length=16, default="end")  # "end" or "requeue"
     budget = models.JSONField(null=True, blank=True)  # the document's budget object; null: none
 
     class Meta:

@@ -29,6 +29,7 @@ class Request(models.Model):
     max_retries = models.PositiveSmallIntegerField(default=0)
     attempt = models.PositiveSmallIntegerField(default=1)
     lease_seconds = models.PositiveIntegerField(default=300)
+    max_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)  # declared; null: none
     labels = models.JSONField(default=dict, blank=True)
     state = models.CharField(max_length=16, choices=STATES, default=State.PENDING.value)
     reason = models.CharField(max_length=32, choices=REASONS, default=Reason.SUBMITTED.value)
@@ -40,6 +41,10 @@ class Request(models.Model):
     held_pool = models.CharField(max_length=NAME_LENGTH, null=True, blank=True)
     submitted_at = models.DateTimeField(default=timezone.now)
     allocated_at = models.DateTimeField(null=True, blank=True)
+    # its place among the grants of its pass, which share ``allocated_at``: the two together
+    # are the order of the grants ("oldest first" of borrowing, "newest first" of victims).
+    grant_order = models.PositiveIntegerField(default=0)
+    time_limit_at = models.DateTimeField(null=True, blank=True)  # while live, when its run ends
     preempted_at = models.DateTimeField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -166,7 +166,7 @@ def pool_running(name: str) -> QuerySet[RequestRow]:
     """The pool's live requests (allocated and preempting) in the order they were granted: the
     oldest grant first, then id. The same privacy as the queue."""
     return (RequestRow.objects.filter(state__in=LIVE_STATES, pool=name).select_related("owner")
-            .order_by("allocated_at", "id"))
+            .order_by("allocated_at", "grant_order", "id"))
 
 
 @dataclass(frozen=True, slots=True)

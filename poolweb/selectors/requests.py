@@ -171,7 +171,7 @@ def running_of_policies(names: Sequence[str], most: int) -> dict[str, tuple[list
     policies (a window numbers each policy's requests) and of requests."""
     live = Request.objects.filter(policy__in=names, state__in=LIVE_STATES)
     counts = dict(live.order_by().values("policy").annotate(n=Count("id")).values_list("policy", "n"))
-    place = Window(RowNumber(), partition_by=F("policy"), order_by=(F("allocated_at").asc(), F("id").asc()))
+    place = Window(RowNumber(), partition_by=F("policy"), order_by=(F("allocated_at").asc(), F("grant_order").asc(), F("id").asc()))
     found: dict[str, tuple[list[Request], int]] = {name: ([], counts.get(name, 0)) for name in names}
     for row in live.annotate(place=place).filter(place__lte=most).select_related("owner").order_by("place"):
         found[row.policy][0].append(row)

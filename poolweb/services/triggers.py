@@ -45,13 +45,13 @@ from poolweb.selectors.usage import keep_closed_days
 from poolweb.services import events, leadership, wakeup
 from poolweb.services.reconciler import PassResult, reconcile_pass
 from poolweb.selectors.versions import live_config
-from reconcile import LIVE_STATES, State
+from reconcile import LIVE_STATES, Reason, State
 from reconcile.budgets import next_reset
 
 TASK = "poolweb.services.triggers.run_wanted_pass"
 PERIODIC_TASK = "poolweb.services.triggers.run_periodic_pass"
 DEADLINE = "reconcile at the next deadline"
-PREEMPTING = State.PREEMPTING.value
+PREEMPTING, ALLOCATED = State.PREEMPTING.value, State.ALLOCATED.value
 IDLE_SECONDS = 60.0  # the loop passes at least this often, as the periodic pass does
 RETRY_SECONDS = 1.0
 MAX_GAP_SECONDS = 1.0  # the longest a change waits for the pass after a long one (see follow)
@@ -107,8 +107,8 @@ def lead(holder: leadership.Leadership) -> None:
         while True:
             started = time.monotonic()
             try:
-                reconcile_pass(trigger=trigger)
-                timeout = _seconds_to(next_wake())
+                result = reconcile_pass(trigger=trigger)
+                timeout = _seconds_to(next_wake(result.plan.wake_at))
             except Exception:
                 log.exception("a pass failed; trying again at the next change or in %s s", RETRY_SECONDS)
                 db.close_old_connections()  # a connection the database dropped is opened again
@@ -135,11 +135,13 @@ def run_wanted_pass(trigger: str = "change") -> PassResult:
     periodic pass to do it, each pass also forgets what is no longer kept (two indexed reads when
     there is nothing to forget)."""
     PassTaskFlag.objects.filter(pk=1, raised=True).update(raised=False)
+    result = None
     try:
-        return reconcile_pass(trigger=trigger)
+        result = reconcile_pass(trigger=trigger)
+        return result
     finally:
         if settings.POOLWEB["PASSES"] == "worker":
-            _arm_deadline()
+            _arm_deadline(result.plan.wake_at if result is not None else None)
         else:
             forget_old()
 
@@ -151,24 +153,31 @@ def reconcile_if_overdue() -> None:
         reconcile_soon("overdue")
 
 
-def next_wake() -> datetime | None:
-    """When the pass loop (or the worker) must pass next: the next deadline, or the earliest budget's
-    period reset (R-74), when a spent budget stops counting."""
-    moments = [next_deadline(), next_reset(live_config(), timezone.now())]
+def next_wake(wake_at: datetime | None = None) -> datetime | None:
+    """When the pass loop (or the worker) must pass next: the next deadline (with ``wake_at``), or
+    the earliest budget's period reset (R-74), when a spent budget stops counting."""
+    moments = [next_deadline(wake_at), next_reset(live_config(), timezone.now())]
     return min((m for m in moments if m is not None), default=None)
 
 
-def next_deadline() -> datetime | None:
-    """When the earliest live lease runs out or the earliest eviction grace ends."""
+def next_deadline(wake_at: datetime | None = None) -> datetime | None:
+    """When the earliest live lease runs out, eviction grace ends, run ends or is to be warned of
+    (R-52); or ``wake_at``,
+    the moment the last pass asked to be followed by another (``Plan.wake_at``: protected victims
+    becoming victims, R-48), when that comes first."""
     grace = timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
     found = RequestRow.objects.filter(state__in=LIVE_STATES).aggregate(
-        lease=Min("lease_expires_at"), preempted=Min("preempted_at", filter=Q(state=PREEMPTING)))
-    moments = [found["lease"], found["preempted"] and found["preempted"] + grace]
+        lease=Min("lease_expires_at"), preempted=Min("preempted_at", filter=Q(state=PREEMPTING)),
+        limit=Min("time_limit_at"),  # R-52: a run's end, and a grace before, its warning
+        warn=Min("time_limit_at", filter=Q(state=ALLOCATED) & ~Q(reason=Reason.TIME_LIMIT_NEAR.value)))
+    warn_at = found["warn"] and found["warn"] - grace
+    moments = [found["lease"], found["preempted"] and found["preempted"] + grace, found["limit"], wake_at,
+               warn_at if warn_at is None or warn_at > timezone.now() else None]  # a run shorter than the grace
     return min((m for m in moments if m is not None), default=None)
 
 
-def _arm_deadline() -> None:
-    deadline = next_wake()
+def _arm_deadline(wake_at: datetime | None = None) -> None:
+    deadline = next_wake(wake_at)
     if deadline is None:
         Schedule.objects.filter(name=DEADLINE).delete()
         return

@@ -29,8 +29,9 @@ def quota(spec: str) -> Quota:
                  parse_quantity(limit) if limit else None)
 
 
-def policy(name: str, *quotas: str, priority: int = 0) -> Policy:
-    return Policy(name, priority=priority, quotas=tuple(quota(q) for q in quotas))
+def policy(name: str, *quotas: str, priority: int = 0, **time_rules) -> Policy:
+    """``time_rules``: the policy's fields of the time rules, e.g. ``min_runtime_seconds=600``."""
+    return Policy(name, priority=priority, quotas=tuple(quota(q) for q in quotas), **time_rules)
 
 
 def profile(name: str, pools: tuple[str, ...] | str, policies: tuple[str, ...] | str, dynamic: bool = False,

@@ -22,6 +22,7 @@ ERROR_CODES = {
     "invalid_key", "invalid_quantity", "out_of_range", "reserved_above_limit", "no_connection",
     "unknown_pool", "unknown_profile", "unknown_policy", "duplicate_reference", "not_connected",
     "duplicate_quota", "reservations_above_capacity", "fits_no_pool", "exceeds_limit", "too_many_errors",
+    "invalid_choice",
 }
 WARNING_CODES = {"unused_policy", "reservations_above_reach"}
 
@@ -241,6 +242,21 @@ CASES = [
          [("policies[0].priority", "invalid_type")]),
     Case("a priority beyond a million is out of range", document(with_field(OK_POLICY, priority=1_000_001)),
          [("policies[0].priority", "out_of_range")]),
+    Case("a min_runtime_seconds with a fraction is refused", document(with_field(OK_POLICY, min_runtime_seconds=1.5)),
+         [("policies[0].min_runtime_seconds", "invalid_type")]),
+    Case("a min_runtime_seconds as text is refused", document(with_field(OK_POLICY, min_runtime_seconds="600")),
+         [("policies[0].min_runtime_seconds", "invalid_type")]),
+    Case("a min_runtime_seconds of 0 is out of range", document(with_field(OK_POLICY, min_runtime_seconds=0)),
+         [("policies[0].min_runtime_seconds", "out_of_range")]),
+    Case("a min_runtime_seconds beyond 366 days is out of range",
+         document(with_field(OK_POLICY, min_runtime_seconds=366 * 86400 + 1)),
+         [("policies[0].min_runtime_seconds", "out_of_range")]),
+    Case("a max_runtime_seconds that is negative is out of range", document(with_field(OK_POLICY, max_runtime_seconds=-5)),
+         [("policies[0].max_runtime_seconds", "out_of_range")]),
+    Case("a require_max_runtime that is not a boolean is refused", document(with_field(OK_POLICY, require_max_runtime=1)),
+         [("policies[0].require_max_runtime", "invalid_type")]),
+    Case("an on_time_limit other than end or requeue is refused", document(with_field(OK_POLICY, on_time_limit="kill")),
+         [("policies[0].on_time_limit", "invalid_choice")]),
     Case("a quota row with neither reserved nor limit is refused", document(policy("dev", row("gpu"))),
          [("policies[0].quotas[0]", "required")]),
     Case("a quota row without a key is refused", document(policy("dev", {"limit": 1})),
@@ -714,3 +730,28 @@ def test_a_pools_labels_are_read_sorted_and_written_back_only_when_there_are_som
 ])
 def test_a_label_that_breaks_a_rule_is_an_error_at_its_path(labels, path, code):
     assert errors(document({**pool("a", gpu=1), "labels": labels}, profile("one", "a", gpu=1))) == [(path, code)]
+
+
+# The time rules (docs/scheduling.md R-48): absent means none, and is written back absent.
+
+def test_a_policys_min_runtime_seconds_is_read_and_written_back_and_absent_or_null_means_none():
+    stated = parse_document(document(with_field(OK_POLICY, min_runtime_seconds=600))).config
+    assert stated.policies[0].min_runtime_seconds == 600
+    assert to_document(stated)["policies"][0]["min_runtime_seconds"] == 600
+    assert parse_document(_through_json(to_document(stated))).config == stated
+    for doc in (document(OK_POLICY), document(with_field(OK_POLICY, min_runtime_seconds=None))):
+        config = parse_document(doc).config
+        assert config.policies[0].min_runtime_seconds is None
+        assert "min_runtime_seconds" not in to_document(config)["policies"][0]
+
+
+def test_a_policys_run_limit_terms_are_read_and_written_back_and_their_defaults_left_out():
+    doc = document(with_field(OK_POLICY, max_runtime_seconds=3600, require_max_runtime=True, on_time_limit="requeue"))
+    stated = parse_document(doc).config
+    policy = stated.policies[0]
+    assert (policy.max_runtime_seconds, policy.require_max_runtime, policy.on_time_limit) == (3600, True, "requeue")
+    assert parse_document(_through_json(to_document(stated))).config == stated
+    default = parse_document(document(OK_POLICY)).config.policies[0]
+    assert (default.max_runtime_seconds, default.require_max_runtime, default.on_time_limit) == (None, False, "end")
+    assert not {"max_runtime_seconds", "require_max_runtime", "on_time_limit"} & to_document(
+        parse_document(document(OK_POLICY)).config)["policies"][0].keys()

@@ -263,6 +263,11 @@ PREEMPTION_CASES = [  # (name, snapshot, plan, findings)
     ("R-40 a pool the preemptor's profile does not use",
      *with_plan(snapshot(RANKS, live(1, "low", "b", gpu=2), req(2, "high", "job", gpu=1)), preempt(1, 2, pool_name="b")),
      ["I-7: pool b is not connected to profile job"]),
+    ("R-48 a victim that has not run its policy's min_runtime_seconds",
+     *with_plan(snapshot(replace(RANKS, policies=tuple(replace(p, min_runtime_seconds=600) if p.name == "low" else p
+                                                       for p in RANKS.policies)),
+                         live(1, "low", gpu=2, allocated_s=900), req(2, "high", "job", gpu=1)), preempt(1, 2)),
+     ["I-7: the victim has run less than the 600 s of its policy's min_runtime_seconds (R-48)"]),
 ]
 
 

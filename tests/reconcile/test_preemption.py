@@ -357,7 +357,103 @@ HELD_UNTIL_GRANTED = [
 ]
 
 
-CASES = WHO_PREEMPTS + VICTIMS + CHOICE + EVICTION + BORROWED + HELD_UNTIL_GRANTED
+# --- R-47 no grant is taken back at once ---------------------------------------------------------
+
+# a reserves the pool; b reserves nothing, so all it holds is borrowed. a's request (2) is short of
+# 1 gpu, b's (3) fits: until R-47 it was granted and at once reclaimed with request 1.
+TAKEN_BACK_AT_ONCE = snapshot(
+    one_pool(policy("a", "p:gpu 2/"), policy("b"), gpu=2),
+    req(1, "b", "job", gpu=1, state=ALLOCATED, pool="p"), req(2, "a", "job", gpu=2), req(3, "b", "job", gpu=1))
+
+NO_GRANT_TAKEN_BACK = [
+    Case("a grant that a waiting request would reclaim at once is not made", ("R-47", "R-41", "R-45"),
+         TAKEN_BACK_AT_ONCE,
+         {1: "preempting Reclaimed by 2", 2: "pending WaitingForPreemption #1", 3: "pending BlockedByHigherPriority #2"}),
+    Case("a grant nobody waiting would reclaim is made", ("R-47", "R-33"),
+         replace(TAKEN_BACK_AT_ONCE, requests=TAKEN_BACK_AT_ONCE.requests[::2]),
+         {1: "allocated on p", 3: "allocated on p"}),
+    Case("a grant whose room a reclaim does not need is made", ("R-47", "R-43"),
+         snapshot(one_pool(policy("a", "p:gpu 2/"), policy("b"), gpu=3),
+                  req(1, "b", "job", gpu=2, state=ALLOCATED, pool="p"), req(2, "a", "job", gpu=2),
+                  req(3, "b", "job", gpu=1)),
+         {1: "preempting Reclaimed by 2", 2: "pending WaitingForPreemption #1", 3: "allocated on p"}),
+    # b (priority 5) is served first and a reclaims from it, while b may preempt a by priority: the
+    # grant a would reclaim is not made, and a's own grant is then preempted by priority
+    # (decision 6; R-47 speaks of reclaim only).
+    Case("against a higher priority the reclaimer's grant may still be preempted by priority", ("R-47", "R-41"),
+         snapshot(one_pool(policy("a", "p:gpu 2/"), policy("b", priority=5), gpu=2),
+                  req(1, "b", "job", gpu=1), req(2, "a", "job", gpu=1), req(3, "b", "job", gpu=1)),
+         {1: "allocated on p", 2: "preempting PreemptedByPriority by 3", 3: "pending WaitingForPreemption #1"}),
+]
+
+
+def test_r47_the_grants_of_one_pass_are_oldest_in_the_order_they_were_made():
+    """a's request 2 is served before 1 (its profile comes first on p) and is in share; 1, granted
+    after it in the same pass and with the same time, borrows. b's later reclaim takes 1, not 2."""
+    cfg = config(pool("p", order=("first", "second"), gpu=4), policy("a", "p:gpu 2/"), policy("b", "p:gpu 2/"),
+                 profile("first", "p", ("a", "b"), dynamic=True), profile("second", "p", ("a", "b"), dynamic=True))
+    s = snapshot(cfg, req(1, "a", "second", gpu=2), req(2, "a", "first", gpu=2))
+    first = plan(s)
+    assert [(g.request_id, g.grant_order) for g in first.grants] == [(2, 0), (1, 1)]
+    granted = carry_out(s, first)
+    assert {r.id: r.grant_order for r in granted.requests} == {1: 1, 2: 0}
+    later = replace(granted, now=at(1010), requests=granted.requests + (req(3, "b", "first", gpu=2, at_s=1005),))
+    assert describe(later, plan(later)) == {
+        1: "preempting Reclaimed by 3", 2: "allocated on p", 3: "pending WaitingForPreemption #1"}
+
+
+# --- R-48 protection from churn ----------------------------------------------------------------
+
+# lo's running requests are protected for 600 s from their grant; the pass runs at 1000 s.
+PROTECTING = one_pool(HIGH, policy("lo", priority=1, min_runtime_seconds=600))
+
+PROTECTED = [
+    Case("a request that has not run its policy's min_runtime_seconds is no victim", ("R-48", "R-41"),
+         snapshot(PROTECTING, req(1, "lo", "job", gpu=2, state=ALLOCATED, pool="p", allocated_s=900),
+                  req(2, "hi", "job", gpu=2)),
+         {1: "allocated on p", 2: "pending WaitingForProtectedVictims #1"}),
+    Case("once it has run that long it is a victim", ("R-48", "R-41"),
+         snapshot(PROTECTING, req(1, "lo", "job", gpu=2, state=ALLOCATED, pool="p", allocated_s=400),
+                  req(2, "hi", "job", gpu=2)),
+         {1: "preempting PreemptedByPriority by 2", 2: "pending WaitingForPreemption #1"}),
+    Case("an unprotected victim goes before a newer protected one", ("R-48", "R-42"),
+         snapshot(PROTECTING, req(1, "lo", "job", gpu=1, state=ALLOCATED, pool="p", allocated_s=100),
+                  req(2, "lo", "job", gpu=1, state=ALLOCATED, pool="p", allocated_s=900), req(3, "hi", "job", gpu=1)),
+         {1: "preempting PreemptedByPriority by 3", 2: "allocated on p", 3: "pending WaitingForPreemption #1"}),
+    Case("a grant of the pass is protected in it", ("R-48", "R-40"),
+         snapshot(PROTECTING, req(1, "lo", "job", gpu=1, state=ALLOCATED, pool="p", allocated_s=100),
+                  req(2, "hi", "job", gpu=2), req(3, "lo", "job", gpu=1)),
+         {1: "allocated on p", 2: "pending WaitingForProtectedVictims #1", 3: "allocated on p"}),
+    Case("a request that protected victims would not make fit waits for capacity", ("R-48", "R-43"),
+         snapshot(PROTECTING, req(1, "lo", "job", gpu=1, state=ALLOCATED, pool="p", allocated_s=900),
+                  req(2, "hi", "job", gpu=1, state=ALLOCATED, pool="p"), req(3, "hi", "job", gpu=2)),
+         {1: "allocated on p", 2: "allocated on p", 3: "pending WaitingForCapacity #1"}),
+    Case("reclaim waits for protection too", ("R-48", "R-41"),
+         snapshot(one_pool(policy("a", "p:gpu 2/"), policy("b", "p:gpu 2/", min_runtime_seconds=60), gpu=4),
+                  *b_fills_p(first_s=10, second_s=990), req(3, "a", "job", gpu=2)),
+         {1: "allocated on p", 2: "allocated on p", 3: "pending WaitingForProtectedVictims #1"}),
+]
+
+
+def test_r48_a_request_waiting_for_protected_victims_says_until_when_and_the_pass_wakes_then():
+    s = snapshot(PROTECTING, req(1, "lo", "job", gpu=1, state=ALLOCATED, pool="p", allocated_s=900),
+                 req(2, "lo", "job", gpu=1, state=ALLOCATED, pool="p", allocated_s=950), req(3, "hi", "job", gpu=2))
+    result = plan(s)
+    assert result.waiting[3].message == (
+        "request(s) 2, 1 on pool p would make room but are protected from preemption until 2026-01-01 00:25:50 UTC")
+    assert result.wake_at == at(1550)
+    assert plan(replace(s, now=at(1549))).waiting[3].reason is Reason.WAITING_FOR_PROTECTED_VICTIMS
+    assert describe(replace(s, now=at(1550)), plan(replace(s, now=at(1550)))) == {
+        1: "preempting PreemptedByPriority by 3", 2: "preempting PreemptedByPriority by 3",
+        3: "pending WaitingForPreemption #1"}
+
+
+def test_r48_without_min_runtime_seconds_there_is_no_moment_to_wake_for():
+    assert all(plan(case.snapshot).wake_at is None for case in CASES if "R-48" not in case.rules)
+
+
+CASES = (WHO_PREEMPTS + VICTIMS + CHOICE + EVICTION + BORROWED + HELD_UNTIL_GRANTED + NO_GRANT_TAKEN_BACK
+         + PROTECTED)
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)

@@ -260,7 +260,7 @@ def _say(line: str) -> None:
 
 def _story(config: Config) -> None:
     _say(f"pools: {[(p.name, str(p.capacity), p.execution_order) for p in config.pools]}")
-    _say(f"policies: {[(p.name, p.priority, p.quotas) for p in config.policies]}")
+    _say(f"policies: {[(p.name, p.priority, p.quotas, p.min_runtime_seconds, p.max_runtime_seconds, p.on_time_limit) for p in config.policies]}")
     _say(f"profiles: {[(p.name, str(p.resources), p.dynamic, p.pools, p.policies) for p in config.profiles]}")
 
 
@@ -404,3 +404,54 @@ def test_a_pass_refuses_the_terms_of_another_configuration():
     plan(Snapshot(T0, one), TermsCache(Config((Pool("h100", Vector.of(gpu=8)),))))  # an equal one serves
     with pytest.raises(ValueError, match="another configuration"):
         plan(Snapshot(T0, one), TermsCache(other))
+
+
+def _reclaimed_at_once(snapshot: Snapshot, kept: TermsCache) -> list[str]:
+    """R-47: what a pass grants that a reclaim takes back in the same pass or in the next one,
+    planned at the same moment with nothing new submitted. Not the grant of capacity held for a
+    preemptor (R-45), where a policy's reservation and another's priority contradict each other
+    (planner._reclaimed_grants)."""
+    first = plan(snapshot, kept)
+    held = {r.id: r.held_pool for r in snapshot.requests if r.held_pool is not None}
+    granted = {d.request_id for d in first.grants if held.get(d.request_id) != d.pool}
+    second = plan(carry_out(snapshot, first), kept)
+    return [f"pass {n}: request {d.request_id}, granted in the first pass, reclaimed by {d.preempted_by}"
+            for n, result in ((1, first), (2, second)) for d in result.preemptions
+            if d.reason is Reason.RECLAIMED and d.request_id in granted]
+
+
+@given(config=configs(), actions=ACTIONS, grace=GRACE)
+def test_r47_no_pass_grants_what_a_waiting_request_reclaims_at_once(config: Config, actions: list[tuple],
+                                                                     grace: timedelta):  # R-47
+    def check(snapshot: Snapshot, kept: TermsCache) -> None:
+        found = _reclaimed_at_once(snapshot, kept)
+        assert not found, "\n".join(found)
+
+    _story(config)
+    _run(config, actions, grace, check)
+
+
+_PROTECTION = st.sampled_from((None, None, 10, 60, 600))
+_RUN_LIMIT = st.sampled_from(((None, "end"), (None, "end"), (30, "end"), (60, "requeue"), (600, "end"),
+                              (45, "requeue")))
+
+
+@st.composite
+def timed_configs(draw) -> Config:
+    """``configs``, some policies protecting their running requests for a while (R-48) and
+    capping how long they run, ending or re-queuing them at the cap (R-52, R-53)."""
+    config = draw(configs())
+    policies = []
+    for p in config.policies:
+        cap, at_limit = draw(_RUN_LIMIT)
+        policies.append(replace(p, min_runtime_seconds=draw(_PROTECTION), max_runtime_seconds=cap,
+                                on_time_limit=at_limit))
+    return replace(config, policies=tuple(policies))
+
+
+@given(config=timed_configs(), actions=ACTIONS, grace=GRACE)
+def test_r48_r52_with_the_time_rules_every_step_keeps_the_invariants(config: Config, actions: list[tuple],
+                                                                     grace: timedelta):
+    """I-1…I-8 as above; I-7 includes R-48: no victim has run less than its policy's min_runtime_seconds."""
+    reworded, _ = _walk(config, actions, grace)
+    assert not reworded, "I-8: " + "\n".join(reworded)

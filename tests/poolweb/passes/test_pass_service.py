@@ -14,13 +14,13 @@ from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
 from poolweb.models import Event, PassRecord, PassTaskFlag, Request as RequestRow
-from poolweb.services import events, reconciler, requests as request_services, triggers
+from poolweb.services import config as config_services, events, reconciler, requests as request_services, triggers
 from poolweb.services.reconciler import reconcile_pass
 from poolweb.selectors.snapshot import load_snapshot
 from reconcile import Vector
 from reconcile.invariants import check_state
 
-from tests.poolweb.conftest import client_for, request_row
+from tests.poolweb.conftest import ONE_GPU, client_for, request_row
 
 pytestmark = pytest.mark.django_db
 
@@ -308,3 +308,35 @@ def test_admins_read_the_record_of_passes(provisioned, bob, alice, client):
     page = client.get("/admin/poolweb/passrecord/")
     assert page.status_code == 200 and b"test" in page.content
     assert client.get("/admin/poolweb/passrecord/add/").status_code == 403
+
+
+def test_a_pass_stores_the_order_of_its_grants_which_the_next_pass_reads(provisioned, bob):
+    # Two grants of one pass share allocated_at; each row keeps its place among them.
+    rows = [request_row(bob, "dev", "job", 2), request_row(bob, "dev", "half", 0.5)]
+    result = reconcile_pass(trigger="test")
+    order = [grant.request_id for grant in result.plan.grants]
+    assert sorted(order) == sorted(row.pk for row in rows)
+    stored = dict(RequestRow.objects.filter(pk__in=order).values_list("pk", "grant_order"))
+    assert [stored[pk] for pk in order] == [0, 1]
+    assert {r.id: r.grant_order for r in load_snapshot(timezone.now()).requests} == stored
+
+
+def test_a_request_waiting_for_protected_victims_says_until_when_and_the_worker_is_due_back_then(
+        db, alice, bob, settings, passes_by_worker):
+    protected = {**ONE_GPU, "policies": [{**ONE_GPU["policies"][0], "min_runtime_seconds": 600},
+                                          ONE_GPU["policies"][1]]}
+    config_services.config_provision_document(document=protected, author=alice, comment="R-48")
+    running = RequestRow.objects.create(policy="low", profile="one", owner=bob, resources={"gpu": 1000, "step_run": 1000},
+                                        state="allocated", pool="p", reason="Granted")
+    started = timezone.now() - dt.timedelta(seconds=100)
+    RequestRow.objects.filter(pk=running.pk).update(allocated_at=started, lease_expires_at=started + dt.timedelta(hours=1))
+    waiting = RequestRow.objects.create(policy="high", profile="one", owner=bob, resources={"gpu": 1000, "step_run": 1000})
+
+    result = triggers.run_wanted_pass()
+
+    waiting.refresh_from_db()
+    assert (waiting.state, waiting.reason) == ("pending", "WaitingForProtectedVictims")
+    until = started + dt.timedelta(seconds=600)
+    assert result.plan.wake_at == until and f"until {until:%Y-%m-%d %H:%M:%S} UTC" in waiting.message
+    assert Schedule.objects.get(name=triggers.DEADLINE).next_run == until  # before the lease's end
+    assert triggers.next_deadline(until) == until and triggers.next_deadline() == started + dt.timedelta(hours=1)

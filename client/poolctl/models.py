@@ -88,8 +88,13 @@ class Request(Result):
     grace_ends_at: datetime | None = None  # preempting only: when the server evicts it
     warnings: tuple[RequestWarning, ...] = ()  # an older server sends none
     submitted_by: str | None = None  # who submitted it for its owner (decision 131); None: the owner
+    # Pending only: when it is estimated to start (R-54; None: unknown), what the estimate relied
+    # on and how sure it is; all None before its first pass, and from an older server.
+    eta: datetime | None = None
+    eta_basis: str | None = None
+    eta_confidence: str | None = None
 
-    MOMENTS = ("submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at")
+    MOMENTS = ("submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at", "eta")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Request:

@@ -47,6 +47,8 @@ PER_POOL = 100
 
 RUN_LIMITS, OBSERVED, MIXED, UNKNOWN = "run_limits", "observed_runtimes", "mixed", "unknown"
 BASES = (RUN_LIMITS, OBSERVED, MIXED, UNKNOWN)
+BASIS_TEXT = {RUN_LIMITS: "run limits", OBSERVED: "observed run times", MIXED: "run limits and observed run times",
+              UNKNOWN: "unknown"}  # as people read a basis
 _LIMIT, _SEEN = 1, 2  # the kinds of end an estimate relied on, as bits
 _BASIS = {0: RUN_LIMITS, _LIMIT: RUN_LIMITS, _SEEN: OBSERVED, _LIMIT | _SEEN: MIXED}
 # Reasons whose cure is not room freeing: their start is not estimated.
@@ -207,4 +209,4 @@ def _run_seconds(request: Request, config: Config, observed: Mapping[str, int]) 
     return (seen, _SEEN) if seen is not None else None
 
 
-__all__ = ["BASES", "Eta", "NO_ETA", "PER_POOL", "confidence", "estimate_starts"]
+__all__ = ["BASES", "BASIS_TEXT", "Eta", "NO_ETA", "PER_POOL", "confidence", "estimate_starts"]

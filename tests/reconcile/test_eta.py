@@ -56,18 +56,21 @@ def test_r54_a_smaller_request_behind_starts_in_the_room_the_one_ahead_cannot_us
 
 
 def test_r54_without_a_limit_the_profiles_observed_run_time_is_used_and_said():
-    # 1 started at 100 and train's runs take 1200 s: it ends at 1300; 2 (limit 1900) is a limit.
+    # 1 started at 100 and has run 900 s; train's runs longer than that took 1200 s (their
+    # median): it ends at 1300; 2 (limit 1900) is a limit.
     s = snapshot(world(), running(1, 2, profile="train"), running(2, 2, ends_s=1900),
                  req(3, "t", "job", gpu=2), req(4, "t", "job", gpu=4))
-    assert etas_of(s, {"train": 1200}) == {3: (at(1300), "observed_runtimes"), 4: (None, "unknown")}
-    # 3 runs as job's observed 300 s: done at 1600; 4 needs the limit's room too, free at 1900.
-    assert etas_of(s, {"train": 1200, "job": 300}) == {3: (at(1300), "observed_runtimes"),
-                                                      4: (at(1900), "mixed")}
+    train = (300, 1200, 1200, 5000)
+    assert etas_of(s, {"train": train}) == {3: (at(1300), "observed_runtimes"), 4: (None, "unknown")}
+    # 3 runs as job's observed 300 s (the median): done at 1600; 4 needs the limit's room too, free at 1900.
+    assert etas_of(s, {"train": train, "job": (100, 300, 400)}) == {3: (at(1300), "observed_runtimes"),
+                                                                   4: (at(1900), "mixed")}
 
 
-def test_r54_a_run_longer_than_observed_is_expected_to_end_now():
+def test_r54_a_run_longer_than_every_observed_one_is_expected_to_run_as_long_again():
+    # 1 has run 900 s, longer than any train run seen: it is expected to end at 100 + 2 × 900.
     s = snapshot(world(), running(1, 4, profile="train", allocated_s=100), req(2, "t", "job", gpu=1))
-    assert etas_of(s, {"train": 60}) == {2: (at(1000), "observed_runtimes")}
+    assert etas_of(s, {"train": (60, 600)}) == {2: (at(1900), "observed_runtimes")}
 
 
 def test_r54_a_victim_in_its_grace_frees_its_room_at_the_grace_end():
@@ -127,5 +130,30 @@ def test_r54_the_snapshot_and_plan_are_unchanged():
     s = snapshot(world(), running(1, 4, ends_s=1500), req(2, "t", "job", gpu=1))
     decided = plan(s)
     copy_s, copy_waiting = s.requests, dict(decided.waiting)
-    estimate_starts(s, decided, {"job": 10})
+    estimate_starts(s, decided, {"job": (10,)})
     assert s.requests == copy_s and decided.waiting == copy_waiting
+
+
+def test_r54_a_request_may_start_on_a_pool_its_profile_prefers_less_where_room_frees_first():
+    # "both" prefers p, then q. p is full until 1800; q frees at 1200: 3 starts there, as R-31 grants.
+    both = config(pool("p", gpu=4), pool("q", gpu=2), policy("t"), profile("both", ("p", "q"), "t", dynamic=True),
+                  profile("job", "p", "t", dynamic=True), profile("small", "q", "t", dynamic=True))
+    s = snapshot(both, running(1, 4, ends_s=1800), running(2, 2, pool="q", profile="small", ends_s=1200),
+                 req(3, "t", "both", gpu=2))
+    assert plan(s).waiting[3].pool == "p"
+    assert etas_of(s) == {3: (at(1200), "run_limits")}
+
+
+def test_r54_the_basis_counts_only_the_ends_on_the_pool_where_it_starts():
+    # q's run ends by observation at 1100, p's by its limit at 1500: 3 waits on p only.
+    s = snapshot(world(), running(1, 4, ends_s=1500), running(2, 2, pool="q", profile="small"),
+                 req(3, "t", "job", gpu=4))
+    assert etas_of(s, {"small": (100, 1000, 1100)}) == {3: (at(1500), "run_limits")}
+
+
+def test_r54_a_run_the_estimate_starts_carries_its_starts_basis_to_what_follows():
+    # 2 starts at 1300 by observation (1 is train, seen to run 1200 s) and runs its 100 s limit:
+    # 3 relies on 2's end, and so on the observation too.
+    s = snapshot(world(), running(1, 4, profile="train"), limited(req(2, "t", "job", gpu=4), 100),
+                 req(3, "t", "job", gpu=4))
+    assert etas_of(s, {"train": (1200,)}) == {2: (at(1300), "observed_runtimes"), 3: (at(1400), "mixed")}

@@ -27,7 +27,7 @@ import math
 import random
 import statistics
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 

@@ -1,12 +1,18 @@
-"""When it will start (docs/scheduling.md R-54): estimated starts computed by hand."""
+"""When it will start (docs/scheduling.md R-54): estimated starts computed by hand, and a property:
+with every run ending at its declared limit and nothing submitted meanwhile, every estimate is the
+real start."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from reconcile import Reason, State, plan
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reconcile import Config, Policy, Pool, Profile, Reason, Request, Snapshot, State, Vector, plan
 from reconcile.eta import NO_ETA, Eta, confidence, estimate_starts
-from tests.reconcile.builders import at, config, policy, pool, preempting, profile, req, snapshot
+from reconcile.transition import carry_out
+from tests.reconcile.builders import T0, at, config, policy, pool, preempting, profile, req, snapshot
 
 ALLOCATED = State.ALLOCATED
 
@@ -157,3 +163,42 @@ def test_r54_a_run_the_estimate_starts_carries_its_starts_basis_to_what_follows(
     s = snapshot(world(), running(1, 4, profile="train"), limited(req(2, "t", "job", gpu=4), 100),
                  req(3, "t", "job", gpu=4))
     assert etas_of(s, {"train": (1200,)}) == {2: (at(1300), "observed_runtimes"), 3: (at(1400), "mixed")}
+
+
+# --- property: exact when nothing unforeseen happens ---------------------------------------------
+
+@st.composite
+def timed_worlds(draw):
+    """Pools and profiles of whole gpus, one policy, pending requests that all declare a limit."""
+    pools = [Pool(f"p{i}", Vector.of(gpu=draw(st.integers(2, 8)))) for i in range(draw(st.integers(1, 3)))]
+    names = [p.name for p in pools]
+    profiles = []
+    for i in range(draw(st.integers(1, 4))):
+        connected = draw(st.lists(st.sampled_from(names), min_size=1, max_size=len(names), unique=True))
+        profiles.append(Profile(f"f{i}", Vector.of(gpu=draw(st.integers(1, 4))), True, tuple(connected), ("t",)))
+    requests = []
+    for i in range(1, draw(st.integers(1, 14)) + 1):
+        chosen = draw(st.sampled_from(profiles))
+        requests.append(Request(i, "t", chosen.name, chosen.resources + Vector.of(step_run=1), T0,
+                                lease_seconds=86_400, max_runtime_seconds=draw(st.integers(1, 40)) * 30))
+    return Config(tuple(pools), tuple(profiles), (Policy("t"),)), tuple(requests)
+
+
+@settings(max_examples=150, deadline=None)
+@given(timed_worlds())
+def test_r54_with_run_limits_kept_and_no_arrivals_every_estimate_is_the_real_start(world):
+    cfg, requests = world
+    s = Snapshot(T0, cfg, requests)
+    decided = plan(s)
+    etas = estimate_starts(s, decided)
+    assert all(eta.basis == "run_limits" and eta.at is not None for eta in etas.values())
+    started = {}
+    while True:
+        started.update((grant.request_id, s.now) for grant in decided.grants)
+        s = carry_out(s, decided)
+        ends = [r.time_limit_at for r in s.requests if r.state.live]
+        if not ends or not any(r.state is State.PENDING for r in s.requests):
+            break
+        s = replace(s, now=min(ends))  # every run ends at its limit: a pass then
+        decided = plan(s)
+    assert {i: eta.at for i, eta in etas.items()} == {i: started[i] for i in etas}

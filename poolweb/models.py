@@ -93,6 +93,9 @@ class Policy(models.Model):
     group_name = models.CharField(max_length=150, blank=True, db_index=True)
     priority = models.IntegerField(default=0)
     min_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)  # R-48; null: none
+    max_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)  # R-52; null: no cap
+    require_max_runtime = models.BooleanField(default=False)
+    on_time_limit = models.CharField(max_length=16, default="end")  # "end" or "requeue"
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["version", "name"], name="policy_name_per_version")]
@@ -160,6 +163,7 @@ class Request(models.Model):
     max_retries = models.PositiveSmallIntegerField(default=0)
     attempt = models.PositiveSmallIntegerField(default=1)
     lease_seconds = models.PositiveIntegerField(default=300)
+    max_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)  # declared; null: none
     labels = models.JSONField(default=dict, blank=True)
     state = models.CharField(max_length=16, choices=STATES, default=State.PENDING.value)
     reason = models.CharField(max_length=32, choices=REASONS, default=Reason.SUBMITTED.value)
@@ -178,6 +182,7 @@ class Request(models.Model):
     # its place among the grants of its pass, which share ``allocated_at``: the two together
     # are the order of the grants ("oldest first" of borrowing, "newest first" of victims).
     grant_order = models.PositiveIntegerField(default=0)
+    time_limit_at = models.DateTimeField(null=True, blank=True)  # while live, when its run ends
     preempted_at = models.DateTimeField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -102,7 +102,7 @@ def time_limit_reached(request: Request, now: datetime) -> bool:
 
 def time_limit(request: Request, requeue: bool) -> Decision:
     """R-52, R-53: the run ends at its limit; its capacity is returned. Where its policy says so
-    it is queued again as a new attempt, keeping its first submission (as R-46)."""
+    it is queued again as a new attempt, submitted anew (behind those already waiting)."""
     if requeue:
         return Decision.of(request, State.PENDING, Reason.TIME_LIMIT,
                            f"its run limit came at {_moment(request)}; queued again (attempt {request.attempt + 1})")

@@ -24,6 +24,7 @@ from typing import Any
 
 from .model import ALLOCATED, PENDING, PREEMPTING, Request, Snapshot
 from .plan import Decision, Plan
+from .reasons import Reason
 from .quantity import Vector  # noqa: F401  (doctest)
 
 _REQUEST_FIELDS = tuple(f.name for f in fields(Request))
@@ -42,9 +43,11 @@ def applied(request: Request, decision: Decision, now: datetime) -> Request:
         return replace(request, state=state, reason=reason, preempted_by=decision.preempted_by, preempted_at=now)
     if state is PENDING and decision.from_state is PENDING:  # capacity held for a preemptor
         return replace(request, reason=reason, held_pool=decision.pool)
-    if state is PENDING:  # evicted with a retry left, or at its run limit; queued again,
-        # keeping its first submission
+    if state is PENDING:  # evicted with a retry left, queued again keeping its first submission;
+        # at its run limit, queued anew, behind those already waiting
+        submitted = now if reason is Reason.TIME_LIMIT else request.submitted_at
         return replace(request, state=state, reason=reason, attempt=request.attempt + 1, pool=None,
+                       submitted_at=submitted,
                        allocated_at=None, grant_order=0, time_limit_at=None, lease_expires_at=None, preempted_by=None, preempted_at=None,
                        held_pool=None)
     # Terminal: it holds nothing; where it ran and who preempted it stay on record.

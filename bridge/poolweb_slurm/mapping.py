@@ -94,6 +94,8 @@ def map_job(mapping: BridgeMapping, catalogue: Catalogue, job: Job) -> Submissio
                    "slurm_account": job.account}}
     if profile.dynamic:
         body["resource_settings"] = resource_settings(job)
+    if job.time_limit_seconds is not None:  # Slurm's --time is the request's run limit
+        body["max_runtime_seconds"] = job.time_limit_seconds
     return Submission(job=job.id, owner=job.user, body=body, idempotency_key=f"slurm:{mapping.cluster}:{job.id}")
 
 

@@ -28,7 +28,7 @@ from datetime import datetime
 # squeue -O fields, in the order parsed.
 COLUMNS = ("JobID", "ArrayJobID", "ArrayTaskID", "UserName", "Account", "Partition", "State", "Reason",
            "PriorityLong", "tres-per-job", "tres-per-node", "tres-per-task", "NumNodes", "NumTasks",
-           "tres-alloc", "SubmitTime", "EligibleTime", "Name", "Comment")
+           "tres-alloc", "SubmitTime", "EligibleTime", "TimeLimit", "Name", "Comment")
 COMMENT_LENGTH = 200  # squeue shows it whole; a reason and a position fit in much less
 # A job in one of these states has ended; squeue -t all shows it for MinJobAge (300 s by default).
 ENDED_STATES = frozenset({"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
@@ -68,6 +68,7 @@ class Job:
     eligible: datetime | None  # when a pending job may start at the earliest (sbatch --begin); None: now
     name: str
     held: bool  # pending with priority 0: the gate's hold (JobHeldUser), requeuehold's, an operator's
+    time_limit_seconds: int | None = None  # sbatch --time, passed on as the request's run limit (R-52); None: none
 
     @property
     def ended(self) -> bool:
@@ -251,7 +252,24 @@ def parse_job(record: str, marks: Marks) -> Job:
                cpus=int(tres.get("cpu", "0")), memory_mib=memory_mib(tres.get("mem", "0")),
                submitted=datetime.fromisoformat(row["SubmitTime"]), eligible=local_time(row["EligibleTime"]),
                name=row["Name"],
-               held=row["State"] == "PENDING" and priority == 0)
+               held=row["State"] == "PENDING" and priority == 0, time_limit_seconds=time_limit(row["TimeLimit"]))
+
+
+def time_limit(text: str) -> int | None:
+    """squeue's TimeLimit (``[days-]hours:minutes:seconds``, ``minutes:seconds``) in seconds;
+    None for ``UNLIMITED``, ``NOT_SET``, ``Partition_Limit`` or anything else not a duration.
+
+    >>> time_limit("1-02:03:04"), time_limit("1:00:00"), time_limit("30:00"), time_limit("UNLIMITED")
+    (93784, 3600, 1800, None)
+    """
+    days, _, clock = text.rpartition("-")
+    parts = clock.split(":")
+    if not (days == "" or days.isdigit()) or not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+        return None
+    seconds = 0
+    for part in parts:
+        seconds = seconds * 60 + int(part)
+    return int(days or 0) * 86400 + seconds or None
 
 
 def local_time(text: str) -> datetime | None:

@@ -71,17 +71,20 @@ class Api:
     def submit(self, *, policy: str, profile: str, resources: dict[str, float] | None = None,
                resource_settings: dict[str, Any] | None = None, preemptible: bool = True, max_retries: int = 0,
                lease_seconds: int | None = None, name: str | None = None, labels: dict[str, str] | None = None,
-               idempotency_key: str | None = None, owner: str | None = None) -> Request:
+               idempotency_key: str | None = None, owner: str | None = None,
+               max_runtime_seconds: int | None = None) -> Request:
         """A new request, ``pending``, already ``allocated``, or ``rejected`` with its reason (R-14).
 
         ``resources`` or ``resource_settings`` (``gpu_count``, ``cpu_count``, ``memory`` like
         ``"16GiB"``, ``pool_resources``) are for dynamic profiles only. A retry after a lost answer
         returns the same request: every submission carries an ``Idempotency-Key``. ``owner`` (a
         username) submits for that user, with the permission ``poolweb.submit_for_others``.
+        ``max_runtime_seconds`` is its run limit (R-52).
         """
         body = submission_body(policy=policy, profile=profile, resources=resources,
                                resource_settings=resource_settings, preemptible=preemptible, max_retries=max_retries,
-                               lease_seconds=lease_seconds, name=name, labels=labels, owner=owner)
+                               lease_seconds=lease_seconds, name=name, labels=labels, owner=owner,
+                               max_runtime_seconds=max_runtime_seconds)
         key = idempotency_key or str(uuid.uuid4())
         return Request.from_json(self.transport.call("POST", "/requests", body, headers={"Idempotency-Key": key}))
 

@@ -77,6 +77,7 @@ def details(request: Request) -> str:
         ("submitted", local_time(request.submitted_at)),
         ("allocated", local_time(request.allocated_at)),
         ("lease until", local_time(request.lease_expires_at) if request.live else ""),
+        ("run ends", local_time(request.time_limit_at) if request.live else ""),
         ("finished", local_time(request.finished_at)),
     ]
     return "\n".join(f"{name:<12} {printable(value)}" for name, value in rows if value)

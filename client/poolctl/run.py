@@ -6,7 +6,10 @@
    request has) in its environment, heartbeating meanwhile; the command is echoed shell-quoted.
 3. Ctrl-C or SIGTERM is forwarded to CMD's group (a second one kills the group); once CMD has
    exited, the allocation is released.
-4. When the request turns ``preempting`` (R-44), CMD's group gets ``--signal`` (TERM), then
+4. When its run limit comes within the grace (``TimeLimitNear``, R-52), CMD's group gets
+   ``--signal`` (TERM) once: time to checkpoint; at the limit the server ends the run, or
+   queues it again where the policy says so, and CMD runs again as after a preemption.
+   When the request turns ``preempting`` (R-44), CMD's group gets ``--signal`` (TERM), then
    SIGKILL at the end of the grace: ``--grace`` seconds, or else when the server ends the
    grace by evicting the request (at ``grace_ends_at``, by the server's clock: the request is
    read every second meanwhile, and a read past the deadline makes the server evict at once).
@@ -42,6 +45,7 @@ from poolctl.render import local_time, quantities
 from poolctl.submission import add_submission_arguments, seconds, submission_from
 
 STEP = 0.2  # seconds between looks at the command and the request while it runs
+TIME_LIMIT_NEAR = "TimeLimitNear"  # R-52: the reason an allocated request gets a grace before its limit
 RETRIES = 3  # a preempted command runs again by default, as Slurm requeues a preempted job
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
 
@@ -179,12 +183,14 @@ class Runner:
     def _supervise(self, keeper: LeaseKeeper) -> str:
         """Until CMD exits: step aside when preempted, stop it when the allocation is gone."""
         assert self.process is not None
-        kill_at, ended, gone = float("inf"), "exited", False
+        kill_at, ended, gone, warned = float("inf"), "exited", False, False
         while self.process.poll() is None:
             time.sleep(STEP)
             if keeper.failure is not None:
                 raise keeper.failure
             request = keeper.request
+            if not warned and request.state != PREEMPTING and request.reason == TIME_LIMIT_NEAR:
+                warned = self._warn(request, keeper)
             if ended == "exited" and request.state == PREEMPTING:
                 ended, kill_at = "preempted", self._step_aside(request, keeper)
             if not gone and not request.live:  # the server ended the allocation: no grace is left
@@ -197,6 +203,16 @@ class Runner:
                 self._signal_command(signal.SIGKILL)
                 kill_at = float("inf")
         return "interrupted" if self.signals else ended
+
+    def _warn(self, request: Request, keeper: LeaseKeeper) -> bool:
+        """R-52: the run limit comes within the grace: pass the signal on once, and read the
+        request every second, so the end is seen when it comes."""
+        name = self.args.signal
+        self._signal_command(getattr(signal, f"SIG{name}"))
+        keeper.read_every(1.0)
+        ends = f" at {local_time(request.time_limit_at)}" if request.time_limit_at else ""
+        self.out.say(f"poolctl: request {request.id}'s run limit comes{ends}; sent SIG{name} to the command")
+        return True
 
     def _step_aside(self, request: Request, keeper: LeaseKeeper) -> float:
         """Preempted: send the signal; when to SIGKILL (--grace, else when the server evicts)."""

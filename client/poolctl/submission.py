@@ -57,6 +57,12 @@ def seconds(text: str) -> float:
     return value
 
 
+def run_limit(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a run limit: a whole number of seconds ≥ 1, like 3600")
+    return int(text)
+
+
 def add_submission_arguments(parser: argparse.ArgumentParser, default_retries: int = 0,
                              retries: str = "times to re-queue after preemption; 0: a preemption ends the request"
                              ) -> None:
@@ -70,6 +76,9 @@ def add_submission_arguments(parser: argparse.ArgumentParser, default_retries: i
                        help=f"{retries} (default {default_retries})")
     queue.add_argument("--lease", type=int, metavar="SECONDS",
                        help="lease length, renewed by heartbeats (server default 300, range 10…86400)")
+    queue.add_argument("--max-runtime", type=run_limit, metavar="SECONDS",
+                       help="its run limit: the run ends that long after each grant, or is queued again where the "
+                            "policy says so; warned a grace before (R-52)")
     queue.add_argument("--not-preemptible", action="store_true",
                        help="never preempted; it must then fit in the policy's reserved share")
     amounts = parser.add_argument_group("amounts (dynamic profiles only)")
@@ -91,5 +100,6 @@ def submission_from(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "policy": args.policy, "profile": args.profile, "name": args.name, "labels": dict(args.label) or None,
         "max_retries": args.max_retries, "lease_seconds": args.lease, "preemptible": not args.not_preemptible,
+        "max_runtime_seconds": args.max_runtime,
         "resource_settings": settings or None,
     }

@@ -80,7 +80,7 @@ class EtaConfidenceField(EtaField):
 
 class RequestSerializer(serializers.ModelSerializer):
     """The request object of docs/api.md §3–4, plus ``lease_seconds``, ``queue_pool``, ``grace_ends_at``,
-    ``warnings`` and ``submitted_by``."""
+    ``warnings``, ``submitted_by``, ``max_runtime_seconds`` and ``time_limit_at`` (R-52)."""
 
     owner = serializers.CharField(source="owner.username", read_only=True)
     resources = ResourcesField(read_only=True)
@@ -97,7 +97,8 @@ class RequestSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
                   "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "held_pool",
-                  "grace_ends_at", "warnings", "submitted_by", "eta", "eta_basis", "eta_confidence"]
+                  "grace_ends_at", "warnings", "submitted_by", "max_runtime_seconds", "time_limit_at", "eta",
+                  "eta_basis", "eta_confidence"]
         read_only_fields = fields
 
     def get_position(self, row: RequestRow) -> int | None:

@@ -43,7 +43,7 @@ from poolweb.selectors.requests import (
 from poolweb.services import requests as services
 from poolweb.services.payloads import change_data, request_data
 from reconcile import State
-from reconcile.document import Issue
+from reconcile.document import MAX_SECONDS, Issue
 from reconcile.lifecycle import LEASE_SECONDS_DEFAULT
 from reconcile.resource_settings import MEMORY_UNITS
 
@@ -72,6 +72,9 @@ class SubmitSchema(serializers.Serializer):
     max_retries = serializers.IntegerField(required=False, default=0, min_value=0, max_value=services.MAX_RETRIES)
     lease_seconds = serializers.IntegerField(required=False, default=LEASE_SECONDS_DEFAULT, min_value=LEASE_BOUNDS[0],
                                              max_value=LEASE_BOUNDS[1])
+    max_runtime_seconds = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_SECONDS,
+        help_text="its run limit (R-52): at the limit it ends, or is queued again where its policy says so")
     name = serializers.CharField(required=False, allow_blank=True, max_length=MAX_NAME)
     labels = serializers.DictField(child=serializers.CharField(max_length=MAX_LABEL_VALUE, allow_blank=True),
                                    required=False, help_text="at most 50; keys 1 to 63 characters")

@@ -21,11 +21,12 @@ from poolweb.services.validation import storable
 from reconcile import Config, Profile, Vector, lifecycle
 from reconcile.document import Issue
 from reconcile import STEP_RUN
+from reconcile.document import MAX_SECONDS
 from reconcile.document_checks import json_type, show
 from reconcile.resource_settings import ResourceError, child, read_resources, resources_from_settings
 
 FIELDS = ("policy", "profile", "resources", "resource_settings", "preemptible", "max_retries", "lease_seconds",
-          "name", "labels", "owner")  # ``owner`` is read apart, first (``read_owner``)
+          "max_runtime_seconds", "name", "labels", "owner")  # ``owner`` is read apart, first (``read_owner``)
 MAX_NAME, MAX_LABELS, MAX_LABEL_KEY, MAX_LABEL_VALUE, MAX_IDEMPOTENCY_KEY = 200, 50, 63, 200, 200
 MAX_USERNAME = 150  # Django's
 LEASE_BOUNDS = (lifecycle.LEASE_SECONDS_MIN, lifecycle.LEASE_SECONDS_MAX)
@@ -117,6 +118,7 @@ def read_submission(data: Any, config: Config) -> Submission:
         lease_seconds=_integer(data, "lease_seconds", lifecycle.LEASE_SECONDS_DEFAULT, LEASE_BOUNDS, errors),
         name=_text(data.get("name", ""), "name", MAX_NAME, errors) or "",
         labels=_labels(data.get("labels", {}), errors),
+        max_runtime_seconds=_run_limit(data, config.policy.get(policy) if policy else None, errors),
     )
     if errors or policy is None or profile is None or resources is None:
         raise SubmissionInvalid(errors)
@@ -182,6 +184,22 @@ def _boolean(data: Mapping, field: str, default: bool, errors: list[Issue]) -> b
         errors.append(Issue(field, "invalid_type", f"{field} is true or false, not {json_type(value)}"))
         return default
     return value
+
+
+def _run_limit(data: Mapping, policy, errors: list[Issue]) -> int | None:
+    """R-52: the declared ``max_runtime_seconds``, within its policy's cap, and present where the
+    policy requires one."""
+    field = "max_runtime_seconds"
+    if field not in data:
+        if policy is not None and policy.require_max_runtime:
+            errors.append(Issue(field, "required", f"policy {policy.name} requires {field}"))
+        return None
+    declared = _integer(data, field, 0, (1, MAX_SECONDS), errors)
+    if declared and policy is not None and policy.max_runtime_seconds is not None \
+            and declared > policy.max_runtime_seconds:
+        errors.append(Issue(field, "out_of_range", f"policy {policy.name} allows at most "
+                                                   f"{policy.max_runtime_seconds:,} seconds"))
+    return declared or None
 
 
 def _integer(data: Mapping, field: str, default: int, bounds: tuple[int, int], errors: list[Issue]) -> int:

@@ -16,7 +16,7 @@ from reconcile import UNFINISHED_STATES, Reason, Request, Snapshot, State, Vecto
 
 SNAPSHOT_FIELDS = ("id", "policy", "profile", "resources", "submitted_at", "state", "preemptible", "max_retries",
                    "attempt", "pool", "allocated_at", "grant_order", "lease_seconds", "lease_expires_at", "preempted_by",
-                   "preempted_at", "reason", "held_pool")
+                   "preempted_at", "reason", "held_pool", "max_runtime_seconds", "time_limit_at")
 
 
 class StoredWait(NamedTuple):
@@ -48,7 +48,7 @@ def to_engine(row: Sequence, vectors: dict[str, Vector] | None = None) -> Reques
     shared by the rows whose resources read alike)."""
     (request_id, policy, profile, resources, submitted_at, state, preemptible, max_retries, attempt, pool,
      allocated_at, grant_order, lease_seconds, lease_expires_at, preempted_by, preempted_at, reason,
-     held_pool) = row[:len(SNAPSHOT_FIELDS)]
+     held_pool, max_runtime_seconds, time_limit_at) = row[:len(SNAPSHOT_FIELDS)]
     if vectors is None:  # values_list: resources decoded already, and not hashable
         vector = Vector(resources)
     else:  # the driver's row: resources as the JSON text, a key for the shared Vector
@@ -60,7 +60,8 @@ def to_engine(row: Sequence, vectors: dict[str, Vector] | None = None) -> Reques
         id=request_id, policy=policy, profile=profile, resources=vector, submitted_at=stored_time(submitted_at),
         state=_STATES[state], preemptible=bool(preemptible), max_retries=max_retries, attempt=attempt, pool=pool,
         allocated_at=stored_time(allocated_at), grant_order=grant_order, lease_seconds=lease_seconds, lease_expires_at=stored_time(lease_expires_at),
-        preempted_by=preempted_by, preempted_at=stored_time(preempted_at), reason=_REASONS[reason], held_pool=held_pool)
+        preempted_by=preempted_by, preempted_at=stored_time(preempted_at), reason=_REASONS[reason], held_pool=held_pool,
+        max_runtime_seconds=max_runtime_seconds, time_limit_at=stored_time(time_limit_at))
 
 
 # By stored value: a dict lookup, where ``State(value)`` is a Python call into enum (24,000 a pass).

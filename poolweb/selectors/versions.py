@@ -201,7 +201,8 @@ def config_from_rows(version: ConfigVersion) -> Config:
     profiles = tuple(_profile(p, sorted(connections[p.id]), ranked[p.id])
                      for p in ProfileRow.objects.filter(version=version).order_by("id"))
     policies = tuple(Policy(p.name, p.priority, tuple(quotas[p.id]), p.group_name, p.description, p.display_name,
-                            min_runtime_seconds=p.min_runtime_seconds)
+                            min_runtime_seconds=p.min_runtime_seconds, max_runtime_seconds=p.max_runtime_seconds,
+                            require_max_runtime=p.require_max_runtime, on_time_limit=p.on_time_limit)
                      for p in PolicyRow.objects.filter(version=version).order_by("id"))
     return Config(pools, profiles, policies)
 

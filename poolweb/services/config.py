@@ -212,7 +212,9 @@ def _write_rows(version: ConfigVersion, config: Config) -> None:
                     resources=dict(p.resources), dynamic=p.dynamic) for p in config.profiles])}
     policies = {row.name: row for row in PolicyRow.objects.bulk_create(
         [PolicyRow(version=version, name=p.name, display_name=p.display_name, description=p.description,
-                   group_name=p.group, priority=p.priority, min_runtime_seconds=p.min_runtime_seconds)
+                   group_name=p.group, priority=p.priority, min_runtime_seconds=p.min_runtime_seconds,
+                   max_runtime_seconds=p.max_runtime_seconds, require_max_runtime=p.require_max_runtime,
+                   on_time_limit=p.on_time_limit)
          for p in config.policies])}
     Connection.objects.bulk_create([
         Connection(profile=profiles[p.name], pool=pools[pool], name=_connection_name(p.connection_names, j, pool),

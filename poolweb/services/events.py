@@ -26,7 +26,7 @@ POLICY_UPDATED = "policy.updated"
 CONFIG_PROVISIONED = "config.provisioned"
 MANAGEMENT_CHANGED = "management.changed"
 
-_MOMENTS = ("submitted_at", "allocated_at", "finished_at", "lease_expires_at", "preempted_at")
+_MOMENTS = ("submitted_at", "allocated_at", "finished_at", "lease_expires_at", "preempted_at", "time_limit_at")
 
 
 def publish(type: str, data: dict, *, owner_id: int | None = None) -> None:

@@ -23,7 +23,8 @@ from reconcile.eta import confidence
 REQUEST_FIELDS = ("id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
                   "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "held_pool",
-                  "grace_ends_at", "warnings", "submitted_by", "eta", "eta_basis", "eta_confidence")
+                  "grace_ends_at", "warnings", "submitted_by", "max_runtime_seconds", "time_limit_at", "eta", "eta_basis",
+                  "eta_confidence")
 # The columns ``request_data`` reads: a preempting request's grace ends ``EVICTION_GRACE_SECONDS``
 # after ``preempted_at``, so that is stored and ``grace_ends_at`` is not; ``warnings`` are
 # worked out of ``preemptible`` and ``max_retries``.
@@ -93,6 +94,7 @@ def request_data(row: Any) -> dict:
         "grace_ends_at": api_time(grace_end(row)),
         "warnings": request_warnings(row.state, row.preemptible, row.max_retries),
         "submitted_by": row.submitted_by,
+        "max_runtime_seconds": row.max_runtime_seconds, "time_limit_at": api_time(row.time_limit_at),
         **eta_data(row.state, row.eta, row.eta_basis),
     }
 

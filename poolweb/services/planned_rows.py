@@ -24,7 +24,7 @@ from django.utils import timezone
 from poolweb import sql
 from poolweb.selectors.snapshot import NO_WAIT, WAIT_FIELDS, StoredWait
 from poolweb.services.changes import HistoryEntry, decision_columns, history_entry
-from reconcile import Plan, Request, Snapshot, State
+from reconcile import Plan, Reason, Request, Snapshot, State
 from reconcile.eta import NO_ETA, Eta
 
 
@@ -66,7 +66,7 @@ def _decided(rows: PlannedRows, decided: Plan) -> None:
         # A request evicted and granted again in one pass has two decisions: the row must be in
         # the first one's state, and they apply in order.
         rows.expected.setdefault(before.id, decision.from_state.value)
-        if decision.state is State.EXPIRED:
+        if decision.state is State.EXPIRED and decision.reason is Reason.LEASE_EXPIRED:  # not a run limit
             rows.expiring_leases[before.id] = before.lease_expires_at
         elif decision.state is State.PREEMPTING:
             rows.victims.setdefault(decision.preempted_by, []).append(before.id)

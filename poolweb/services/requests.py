@@ -89,6 +89,7 @@ class Submission:
     preemptible: bool = True
     max_retries: int = 0
     lease_seconds: int = lifecycle.LEASE_SECONDS_DEFAULT
+    max_runtime_seconds: int | None = None
     name: str = ""
     labels: dict[str, str] | None = None
     owner: str | None = None  # the username it is submitted for; None: the submitter's own
@@ -185,7 +186,8 @@ def request_create(*, user, submission: Submission, live: EngineVersion, idempot
     s, now = submission, timezone.now()
     _, failure = eligibility(live.terms, s.policy, s.profile, s.resources, s.preemptible)
     fields = dict(owner=user, policy=s.policy, profile=s.profile, resources=dict(s.resources),
-                  preemptible=s.preemptible, max_retries=s.max_retries, lease_seconds=s.lease_seconds, name=s.name,
+                  preemptible=s.preemptible, max_retries=s.max_retries, lease_seconds=s.lease_seconds,
+                  max_runtime_seconds=s.max_runtime_seconds, name=s.name,
                   labels=s.labels or {}, submitted_at=now, idempotency_key=idempotency_key,
                   submitted_by=None if submitted_by is None else submitted_by.get_username())
     if failure is None:

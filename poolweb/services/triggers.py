@@ -43,12 +43,12 @@ from poolweb import sql
 from poolweb.models import PassRecord, PassTaskFlag, Request as RequestRow
 from poolweb.services import events, wakeup
 from poolweb.services.reconciler import PassResult, reconcile_pass
-from reconcile import LIVE_STATES, State
+from reconcile import LIVE_STATES, Reason, State
 
 TASK = "poolweb.services.triggers.run_wanted_pass"
 PERIODIC_TASK = "poolweb.services.triggers.run_periodic_pass"
 DEADLINE = "reconcile at the next deadline"
-PREEMPTING = State.PREEMPTING.value
+PREEMPTING, ALLOCATED = State.PREEMPTING.value, State.ALLOCATED.value
 IDLE_SECONDS = 60.0  # the loop passes at least this often, as the periodic pass does
 RETRY_SECONDS = 1.0
 MAX_GAP_SECONDS = 1.0  # the longest a change waits for the pass after a long one (see follow)
@@ -129,13 +129,18 @@ def reconcile_if_overdue() -> None:
 
 
 def next_deadline(wake_at: datetime | None = None) -> datetime | None:
-    """When the earliest live lease runs out or the earliest eviction grace ends; or ``wake_at``,
+    """When the earliest live lease runs out, eviction grace ends, run ends or is to be warned of
+    (R-52); or ``wake_at``,
     the moment the last pass asked to be followed by another (``Plan.wake_at``: protected victims
     becoming victims, R-48), when that comes first."""
     grace = timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"])
     found = RequestRow.objects.filter(state__in=LIVE_STATES).aggregate(
-        lease=Min("lease_expires_at"), preempted=Min("preempted_at", filter=Q(state=PREEMPTING)))
-    moments = [found["lease"], found["preempted"] and found["preempted"] + grace, wake_at]
+        lease=Min("lease_expires_at"), preempted=Min("preempted_at", filter=Q(state=PREEMPTING)),
+        limit=Min("time_limit_at"),  # R-52: a run's end, and a grace before, its warning
+        warn=Min("time_limit_at", filter=Q(state=ALLOCATED) & ~Q(reason=Reason.TIME_LIMIT_NEAR.value)))
+    warn_at = found["warn"] and found["warn"] - grace
+    moments = [found["lease"], found["preempted"] and found["preempted"] + grace, found["limit"], wake_at,
+               warn_at if warn_at is None or warn_at > timezone.now() else None]  # a run shorter than the grace
     return min((m for m in moments if m is not None), default=None)
 
 

@@ -113,20 +113,30 @@ def test_a_policy_states_its_time_rules_in_the_policy_form(page):  # R-48
     form = dialog(page, "Edit policy dev")
     expect(form.get_by_role("textbox", name="Minimum run time (s)")).to_have_value("")
     form.get_by_role("textbox", name="Minimum run time (s)").fill("600")
+    form.get_by_role("textbox", name="Run limit (s)").fill("3600")
+    form.get_by_role("combobox", name="At the limit").select_option(label="Queue it again")
+    form.get_by_role("checkbox", name="Requests must state a limit").check()
     form.get_by_role("button", name="Save").click()
     save(page)
     expect(page.locator("#draft-state")).to_have_text("Draft saved")
-    assert saved_draft()["policies"][1]["min_runtime_seconds"] == 600
+    dev = saved_draft()["policies"][1]
+    assert (dev["min_runtime_seconds"], dev["max_runtime_seconds"], dev["on_time_limit"], dev["require_max_runtime"]) \
+        == (600, 3600, "requeue", True)
 
     card(page, "Policy dev").get_by_role("button", name="Edit dev").click()
     form = dialog(page, "Edit policy dev")
     expect(form.get_by_role("textbox", name="Minimum run time (s)")).to_have_value("600")
+    expect(form.get_by_role("combobox", name="At the limit")).to_have_value("requeue")
     form.get_by_role("textbox", name="Minimum run time (s)").fill("")
+    form.get_by_role("textbox", name="Run limit (s)").fill("")
+    form.get_by_role("combobox", name="At the limit").select_option(label="End the request")
+    form.get_by_role("checkbox", name="Requests must state a limit").uncheck()
     form.get_by_role("button", name="Save").click()
     expect(page.locator("#draft-state")).to_have_text("Unsaved changes")
     save(page)
     expect(page.locator("#draft-state")).to_have_text("Draft saved")
-    assert "min_runtime_seconds" not in saved_draft()["policies"][1]
+    assert not {"min_runtime_seconds", "max_runtime_seconds", "on_time_limit", "require_max_runtime"} \
+        & saved_draft()["policies"][1].keys()
 
 
 def test_each_order_is_changed_by_keyboard(page):

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,14 @@ def test_an_allocation_cancelled_by_an_admin_stops_the_command_and_exits_6(live,
     summary = result(tmp_path)
     assert summary["attempts"][0]["ended"] == "lost" and summary["attempts"][0]["exit_code"] == 128 + signal.SIGKILL
     assert summary["error"]["type"] == "cancelled" and "stopping the command" in stderr
+
+
+def test_a_run_limit_is_passed_on_a_grace_before_and_the_run_ends_at_it(live, tmp_path, train):  # R-52
+    run = start_run(live, tmp_path, train, "stubborn", "--max-runtime", "4", "--max-retries", "0")
+    code, stderr = finish(run)
+    assert journal(tmp_path)[1:] == ["attempt 1 got SIGTERM"], stderr  # once, the grace (2 s) before the limit
+    summary = result(tmp_path)
+    assert (summary["state"], summary["reason"]) == ("expired", "TimeLimit"), stderr
+    assert "'s run limit comes at " in stderr and code != 0
+    request = Client(live.server.url, live.bob).get(summary["request_id"])
+    assert request.max_runtime_seconds == 4 and request.time_limit_at == request.allocated_at + timedelta(seconds=4)

@@ -62,14 +62,21 @@ def test_r52_at_its_limit_a_run_ends_and_its_capacity_is_free():
     assert plan(s).expiries[0].message == "its run limit came at 2026-01-01 00:16:40 UTC"
 
 
-def test_r53_where_the_policy_says_so_a_run_at_its_limit_is_queued_again_keeping_its_place():
+def test_r53_where_the_policy_says_so_a_run_at_its_limit_is_queued_anew_behind_those_waiting():
     s = snapshot(one_pool(on_time_limit="requeue"), running(ends_s=999, at_s=5),
                  req(2, "t", "job", gpu=2, at_s=50))
     result = plan(s)
-    assert describe(s, result) == {1: "allocated on p", 2: "pending WaitingForCapacity #1"}
-    ended, granted = result.expiries[0], result.grants[0]
-    assert (ended.state, ended.reason, granted.request_id) == (State.PENDING, Reason.TIME_LIMIT, 1)
-    assert carry_out(s, result).requests[0].attempt == 2
+    assert describe(s, result) == {1: "pending WaitingForCapacity #1", 2: "allocated on p"}
+    (ended,) = result.expiries
+    assert (ended.state, ended.reason) == (State.PENDING, Reason.TIME_LIMIT)
+    requeued = carry_out(s, result).requests[0]
+    assert (requeued.attempt, requeued.submitted_at, requeued.time_limit_at) == (2, at(1000), None)
+
+
+def test_r53_with_nobody_waiting_a_run_queued_again_is_granted_again_in_the_same_pass():
+    s = snapshot(one_pool(on_time_limit="requeue", max_runtime_seconds=60), running(ends_s=999))
+    assert describe(s, plan(s)) == {1: "allocated on p"}
+    assert plan(s).grants[0].time_limit_at == at(1060)
 
 
 def test_r52_a_preempting_request_at_its_limit_ends_as_well():

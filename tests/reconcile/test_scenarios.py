@@ -340,7 +340,55 @@ PROVISIONS = [
 ]
 
 
-STORIES = SCENARIOS + ROUNDS + PROVISIONS
+# --- the time rules (issue 23) ---------------------------------------------------------------------
+
+PROTECTED = config(pool("p", gpu=1), policy("low", priority=1, min_runtime_seconds=60), policy("high", priority=5),
+                   profile("job", "p", ("low", "high"), dynamic=True))
+
+
+def limited_runs(on_time_limit: str):
+    return config(pool("p", gpu=1), policy("t", max_runtime_seconds=60, on_time_limit=on_time_limit),
+                  profile("job", "p", "t", dynamic=True))
+
+
+# R-47: a reserves the pool, b reserves nothing; b runs 1 gpu, a asks 2 while b asks 1 more.
+RESERVED = config(pool("p", gpu=2), policy("a", "p:gpu 2/"), policy("b"), profile("job", "p", ("a", "b"), dynamic=True))
+
+TIME_RULES = [
+    Story("a fresh job is not preempted inside its protection, and is once it has run that long", ("R-48", "R-44"),
+          PROTECTED, (
+        step(submit(1, "low", "job", gpu=1), expect={1: "allocated on p"}),  # granted at 10 s: protected to 70 s
+        step(submit(2, "high", "job", gpu=1),
+             expect={1: "allocated on p", 2: "pending WaitingForProtectedVictims #1"}),
+        step(wait(45),  # 75 s
+             expect={1: "preempting PreemptedByPriority by 2", 2: "pending WaitingForPreemption #1"}),
+        step(wait(25),  # 110 s: the grace (30 s) is over
+             expect={1: "preempted PreemptedByPriority", 2: "allocated on p"}),
+    )),
+    Story("a run ends at its policy's limit and the next one starts", ("R-52",), limited_runs("end"), (
+        step(submit(1, "t", "job", gpu=1), submit(2, "t", "job", gpu=1),
+             expect={1: "allocated on p", 2: "pending WaitingForCapacity #1"}),  # 1 runs from 10 s to 70 s
+        step(wait(35), expect={1: "allocated on p", 2: "pending WaitingForCapacity #1"}),  # 55 s: warned
+        step(wait(10), expect={1: "expired TimeLimit", 2: "allocated on p"}),  # 75 s
+    )),
+    Story("runs at their limit queue anew and take turns", ("R-53", "R-32.5"), limited_runs("requeue"), (
+        step(submit(1, "t", "job", gpu=1), submit(2, "t", "job", gpu=1),
+             expect={1: "allocated on p", 2: "pending WaitingForCapacity #1"}),
+        step(wait(50), expect={1: "pending WaitingForCapacity #1", 2: "allocated on p"}),  # 70 s: 1's limit
+        step(wait(60), expect={1: "allocated on p", 2: "pending WaitingForCapacity #1"}),  # 140 s: 2's limit
+    )),
+    Story("what a waiting request would reclaim is not granted, and the reclaim holds the room", ("R-47", "R-45"),
+          RESERVED, (
+        step(submit(1, "b", "job", gpu=1), expect={1: "allocated on p"}),
+        step(submit(2, "a", "job", gpu=2), submit(3, "b", "job", gpu=1),
+             expect={1: "preempting Reclaimed by 2", 2: "pending WaitingForPreemption #1",
+                     3: "pending BlockedByHigherPriority #2"}),
+        step(wait(30), expect={1: "preempted Reclaimed", 2: "allocated on p", 3: "pending WaitingForCapacity #1"}),
+    )),
+]
+
+
+STORIES = SCENARIOS + ROUNDS + PROVISIONS + TIME_RULES
 
 
 @pytest.mark.parametrize("story", STORIES, ids=case_id)

@@ -203,3 +203,10 @@ def test_the_names_poolweb_lacks_are_listed_for_the_log():
         '[jobs] profile = "8xgpu": Poolweb has no profile 8xgpu',
         '[jobs] dynamic_profile = "1xgpu": profile 1xgpu is fixed, not dynamic']
     assert problems(parse_mapping(MAPPING, FILE), Catalogue.from_document(LIVE)) == []
+
+
+def test_a_jobs_time_limit_is_the_requests_run_limit():  # sbatch --time
+    catalogue = Catalogue.from_document(LIVE)
+    timed = map_job(mapping_with(""), catalogue, job(time_limit_seconds=5400))
+    assert timed.body["max_runtime_seconds"] == 5400
+    assert "max_runtime_seconds" not in map_job(mapping_with(""), catalogue, job()).body

@@ -190,3 +190,10 @@ def test_one_grant_call_pair_releases_many_jobs_and_one_task_of_an_array(cluster
     others = jobs_by_id(slurm)
     assert [others[f"{array}_{task}"].held for task in (1, 3)] == [True, True]
     cluster.run("scancel", *jobs, array)
+
+
+def test_a_jobs_time_limit_is_read_in_seconds(cluster, slurm):
+    timed, untimed = (cluster.submit("-p", "h100", *options, "--wrap", "true") for options in (("--time=90",), ()))
+    jobs = jobs_by_id(slurm)
+    assert jobs[timed].time_limit_seconds == 5400
+    cluster.run("scancel", timed, untimed)

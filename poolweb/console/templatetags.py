@@ -193,7 +193,7 @@ def starts(state: str, eta: datetime | str | None, basis: str | None) -> SafeStr
     if isinstance(eta, str):
         eta = datetime.fromisoformat(eta.replace("Z", "+00:00"))
     if eta is None:
-        return format_html('<span class="eta muted" role="note" aria-label="Estimated start: unknown">start unknown</span>')
+        return mark_safe('<span class="eta muted" role="note" aria-label="Estimated start: unknown">start unknown</span>')
     eta = eta.astimezone(tz.utc)
     when = eta.strftime("%H:%M" if eta.date() == timezone.now().astimezone(tz.utc).date() else "%Y-%m-%d %H:%M")
     sureness = confidence(basis)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from reconcile import Config, Policy, Pool, Profile, Reason, Request, Snapshot, State, Vector, plan
 from reconcile.eta import NO_ETA, Eta, confidence, estimate_starts
 from reconcile.transition import carry_out
-from tests.reconcile.builders import T0, at, config, policy, pool, preempting, profile, req, snapshot
+from tests.reconcile.builders import at, config, policy, pool, preempting, profile, req, snapshot
 
 ALLOCATED = State.ALLOCATED
 
@@ -169,31 +169,39 @@ def test_r54_a_run_the_estimate_starts_carries_its_starts_basis_to_what_follows(
 
 @st.composite
 def timed_worlds(draw):
-    """Pools and profiles of whole gpus, one policy, pending requests that all declare a limit."""
-    pools = [Pool(f"p{i}", Vector.of(gpu=draw(st.integers(2, 8)))) for i in range(draw(st.integers(1, 3)))]
+    """Pools of whole gpus with their execution orders, profiles ranking two policies of one
+    priority (nothing is preempted), pending requests that all declare a limit."""
+    pools = [Pool(f"p{i}", Vector.of(gpu=draw(st.integers(2, 8))), execution_order=tuple(draw(st.permutations(PROFILES))))
+             for i in range(draw(st.integers(1, 3)))]
     names = [p.name for p in pools]
     profiles = []
-    for i in range(draw(st.integers(1, 4))):
+    for name in PROFILES[:draw(st.integers(1, len(PROFILES)))]:
         connected = draw(st.lists(st.sampled_from(names), min_size=1, max_size=len(names), unique=True))
-        profiles.append(Profile(f"f{i}", Vector.of(gpu=draw(st.integers(1, 4))), True, tuple(connected), ("t",)))
+        profiles.append(Profile(name, Vector.of(gpu=draw(st.integers(1, 4))), True, tuple(connected),
+                                tuple(draw(st.permutations(("a", "b"))))))
     requests = []
-    for i in range(1, draw(st.integers(1, 14)) + 1):
+    for i in range(1, draw(st.integers(1, 16)) + 1):
         chosen = draw(st.sampled_from(profiles))
-        requests.append(Request(i, "t", chosen.name, chosen.resources + Vector.of(step_run=1), T0,
+        requests.append(Request(i, draw(st.sampled_from(("a", "b"))), chosen.name,
+                                chosen.resources + Vector.of(step_run=1), at(draw(st.integers(0, 3))),
                                 lease_seconds=86_400, max_runtime_seconds=draw(st.integers(1, 40)) * 30))
-    return Config(tuple(pools), tuple(profiles), (Policy("t"),)), tuple(requests)
+    return Config(tuple(pools), tuple(profiles), (Policy("a"), Policy("b"))), tuple(requests)
 
 
-@settings(max_examples=150, deadline=None)
+PROFILES = ("f0", "f1", "f2", "f3")
+
+
+@settings(max_examples=200, deadline=None)
 @given(timed_worlds())
 def test_r54_with_run_limits_kept_and_no_arrivals_every_estimate_is_the_real_start(world):
     cfg, requests = world
-    s = Snapshot(T0, cfg, requests)
+    s = Snapshot(at(5), cfg, requests)
     decided = plan(s)
     etas = estimate_starts(s, decided)
     assert all(eta.basis == "run_limits" and eta.at is not None for eta in etas.values())
     started = {}
     while True:
+        assert not decided.preemptions
         started.update((grant.request_id, s.now) for grant in decided.grants)
         s = carry_out(s, decided)
         ends = [r.time_limit_at for r in s.requests if r.state.live]

@@ -83,3 +83,16 @@ def test_r54_a_granted_request_keeps_no_estimate(alice, bob):
     assert granted["state"] == "allocated"
     stored = Request.objects.get(pk=waiting["id"])
     assert (stored.eta, stored.eta_basis, stored.position) == (None, "", None)
+
+
+def test_r54_with_a_run_limit_ahead_the_start_is_when_that_run_ends_and_sure(alice, bob):
+    admin, user = client_for(alice), client_for(bob)
+    assert admin.put("/api/v1/config/draft", ONE_GPU, format="json").status_code == 200
+    assert admin.post("/api/v1/config/draft/provision", {}, format="json").status_code == 200
+    first = user.post("/api/v1/requests", {"policy": "low", "profile": "one", "max_runtime_seconds": 600},
+                      format="json").json()
+    second = user.post("/api/v1/requests", {"policy": "low", "profile": "one"}, format="json").json()
+    running = user.get(f"/api/v1/requests/{first['id']}").json()
+    waiting = user.get(f"/api/v1/requests/{second['id']}").json()
+    assert parsed_time(waiting["eta"]) == parsed_time(running["time_limit_at"])
+    assert (waiting["eta_basis"], waiting["eta_confidence"]) == ("run_limits", "high")

@@ -9,7 +9,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-BENCHES := engine runtime events front_door console config_pages metrics usage budgets request_batches slurm_bridge hosts
+BENCHES := engine runtime events front_door console config_pages metrics usage budgets request_batches slurm_bridge hosts time_rules
 
 .PHONY: run test bench bench-smoke clean
 

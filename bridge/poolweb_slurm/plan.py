@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from poolctl.models import Request
+from poolctl.render import starts_text
 
 from poolweb_slurm.mapping import Catalogue, Submission, map_job
 from poolweb_slurm.mapping_file import BridgeMapping
@@ -127,8 +128,10 @@ def pending(steps: Plan, job: Job, request: Request, mapping: BridgeMapping, mem
 
     The comment is rewritten at most every ``comment_seconds``: the place, and the numbers in the
     reason, change at every grant, and each waiting job's text is its own ``scontrol`` call."""
-    place = f"#{request.position} in line for {request.queue_pool}: " if request.position else ""
-    reason = comment(f"{place}{request.message or request.reason or 'waiting'}")
+    place = f"#{request.position} in line for {request.queue_pool}" if request.position else ""
+    if place and request.eta is not None:  # R-54, in the bridge host's time
+        place += ", " + starts_text(request, today=now.astimezone().date(), short=True)
+    reason = comment(f"{place}{': ' if place else ''}{request.message or request.reason or 'waiting'}")
     if not job.held:
         take_back(steps, job, comment(f"{request.message or 'its grant ended'}: held again until Poolweb grants it"))
         return

@@ -24,7 +24,8 @@ from poolctl.commands import (Commands, Handler, Output, Parser, client_for, com
 from poolctl.config import normalise_url, read_file, token_source, write_file
 from poolctl.errors import FAILURE, INTERRUPTED, Interrupted, PoolctlError, UsageError, ended
 from poolctl.models import Account, Pool, Request
-from poolctl.render import Cell, duration, local_time, number_cell, printable, quantities, state_cell, state_word
+from poolctl.render import (Cell, duration, local_time, number_cell, printable, quantities, starts_text, state_cell,
+                            state_word)
 from poolctl.run import add_run_command
 from poolctl.submission import add_submission_arguments, label, seconds, submission_from
 from poolctl.version import __version__
@@ -36,9 +37,10 @@ def describe(request: Request) -> str:
     """One line: request 17 (dev/half) queued · position 3 · WaitingForCapacity: …"""
     where = f" on pool {request.pool}" if request.pool else ""
     place = f" · position {request.position}" if request.position is not None else ""
+    starts = f" · {text}" if (text := starts_text(request)) else ""
     reason = f" · {why(request)}" if request.reason else ""
     return printable(f"request {request.id} ({request.policy}/{request.profile}) {state_word(request.state)}"
-                     f"{where}{place}{reason}")
+                     f"{where}{place}{starts}{reason}")
 
 
 def why(request: Request) -> str:
@@ -65,6 +67,7 @@ def details(request: Request) -> str:
         ("state", state_word(request.state)),
         ("reason", why(request)),
         ("position", "" if request.position is None else str(request.position)),
+        ("starts", starts_text(request)),
         ("pool", request.pool or ""),
         ("resources", quantities(request.resources)),
         ("attempt", f"{request.attempt} (max_retries {request.max_retries})"),

@@ -90,8 +90,14 @@ class Request(Result):
     submitted_by: str | None = None  # who submitted it for its owner (decision 131); None: the owner
     max_runtime_seconds: int | None = None  # its run limit
     time_limit_at: datetime | None = None  # live only: when its run ends
+    # Pending only: when it is estimated to start (R-54; None: unknown), what the estimate relied
+    # on and how sure it is; all None before its first pass, and from an older server.
+    eta: datetime | None = None
+    eta_basis: str | None = None
+    eta_confidence: str | None = None
 
-    MOMENTS = ("submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at", "time_limit_at")
+    MOMENTS = ("submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at", "time_limit_at",
+               "eta")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Request:

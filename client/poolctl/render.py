@@ -18,7 +18,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import TextIO
 
 from poolctl.models import STEP_RUN, Request
@@ -133,6 +133,27 @@ def local_time(value: datetime | None) -> str:
     return value.astimezone().strftime("%Y-%m-%d %H:%M:%S") if value else ""
 
 
+BASIS_WORDS = {"run_limits": "run limits", "observed_runtimes": "observed run times",
+               "mixed": "run limits and observed run times"}
+
+
+def starts_text(request: Request, today: date | None = None, short: bool = False) -> str:
+    """When a pending request is estimated to start (R-54), in local time: "starts ≈ 14:20 (run
+    limits, high)", the date too when not ``today``; "start unknown" when the server cannot say;
+    "" when it says nothing (not pending, not judged yet, an older server). ``short``: without
+    the basis and confidence."""
+    if request.state != "pending" or not request.eta_basis:
+        return ""
+    if request.eta is None:
+        return "start unknown"
+    at = request.eta.astimezone()
+    when = at.strftime("%H:%M") if at.date() == (today or datetime.now().astimezone().date()) \
+        else at.strftime("%Y-%m-%d %H:%M")
+    if short:
+        return f"starts ≈ {when}"
+    return f"starts ≈ {when} ({BASIS_WORDS.get(request.eta_basis, request.eta_basis)}, {request.eta_confidence})"
+
+
 # A part of a fitted line is its forms, longest first; each shorter form says how readily the
 # line takes it (lower: sooner), and "" leaves the part out.
 Form = tuple[str, int]
@@ -187,6 +208,8 @@ def waiting_line(request: Request, waited: float, trouble: str | None = None, wi
         parts.append([(f"attempt {request.attempt}", 0), ("", ATTEMPT)])
     if request.position is not None:
         parts.append([(f"position {request.position}", 0), (f"pos {request.position}", LABELS), ("", LAST)])
+    if starts := starts_text(request):
+        parts.append([(starts, 0), (starts_text(request, short=True), SENTENCE), ("", REASON)])
     if request.reason:
         parts.append([*explained(printable(request.reason), request.message and printable(request.message), SENTENCE),
                       ("", REASON)])

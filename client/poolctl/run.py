@@ -1,6 +1,6 @@
 """``poolctl run --policy P --profile R [...] -- CMD ARGS``: run a command under an allocation.
 
-1. Submit, then wait with one live progress line (state, position, reason, time waited).
+1. Submit, then wait with one live progress line (state, position, estimated start, reason, time waited).
 2. Run CMD in its own process group with ``POOLWEB_REQUEST_ID``, ``POOLWEB_POOL``,
    ``POOLWEB_ATTEMPT`` and ``POOLWEB_RESOURCES`` (JSON, without the ``step_run: 1`` every
    request has) in its environment, heartbeating meanwhile; the command is echoed shell-quoted.

@@ -10,8 +10,9 @@ from rest_framework import serializers
 
 from poolweb.models import Request as RequestRow
 from poolweb.services.payloads import (api_time, grace_end, policy_state_data, pool_state_data, quantities, quantity,
-                                       request_data, request_warnings)
+                                       eta_data, request_data, request_warnings)
 from reconcile import State
+from reconcile.eta import BASES
 
 
 @extend_schema_field({"type": "object", "additionalProperties": {"type": "number", "minimum": 0},
@@ -47,6 +48,36 @@ class WarningsField(serializers.ListField):
         return request_warnings(row.state, row.preemptible, row.max_retries)
 
 
+class EtaField(serializers.Field):
+    """One of the three keys of ``payloads.eta_data`` (R-54): null unless pending and judged by a pass."""
+
+    def __init__(self, key: str, **kwargs):
+        self.key = key
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    def to_representation(self, row: RequestRow) -> str | None:
+        return eta_data(row.state, row.eta, row.eta_basis)[self.key]
+
+
+@extend_schema_field({"type": "string", "format": "date-time", "nullable": True,
+                      "description": "R-54, pending only: when it is estimated to start; null when unknown"})
+class EtaAtField(EtaField):
+    pass
+
+
+@extend_schema_field({"type": "string", "enum": list(BASES), "nullable": True,
+                      "description": "R-54: the ends the estimate relied on"})
+class EtaBasisField(EtaField):
+    pass
+
+
+@extend_schema_field({"type": "string", "enum": ["high", "low", "none"], "nullable": True,
+                      "description": "R-54: high when every end the estimate relies on is a declared run limit, "
+                                     "low when one is an observed run time, none without an estimate"})
+class EtaConfidenceField(EtaField):
+    pass
+
+
 class RequestSerializer(serializers.ModelSerializer):
     """The request object of docs/api.md §3–4, plus ``lease_seconds``, ``queue_pool``, ``grace_ends_at``,
     ``warnings``, ``submitted_by``, ``max_runtime_seconds`` and ``time_limit_at`` (R-52)."""
@@ -57,13 +88,17 @@ class RequestSerializer(serializers.ModelSerializer):
     position = serializers.SerializerMethodField()
     grace_ends_at = GraceEndField()
     warnings = WarningsField()
+    eta = EtaAtField("eta")
+    eta_basis = EtaBasisField("eta_basis")
+    eta_confidence = EtaConfidenceField("eta_confidence")
 
     class Meta:
         model = RequestRow
         fields = ["id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
                   "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "held_pool",
-                  "grace_ends_at", "warnings", "submitted_by", "max_runtime_seconds", "time_limit_at"]
+                  "grace_ends_at", "warnings", "submitted_by", "max_runtime_seconds", "time_limit_at", "eta",
+                  "eta_basis", "eta_confidence"]
         read_only_fields = fields
 
     def get_position(self, row: RequestRow) -> int | None:

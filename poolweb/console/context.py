@@ -13,6 +13,7 @@ from django.utils.functional import SimpleLazyObject
 from poolweb.console.request_pages import ACTIONS
 from poolweb.selectors.directory import console_managed_by
 from poolweb.selectors.versions import LiveSite, Management, display_names, management_of, management_state
+from reconcile.eta import BASIS_TEXT, confidence
 
 # (link name, path, admins only): docs/console.md names the links.
 NAVIGATION = (
@@ -48,6 +49,11 @@ class Shell:
     def request_states(self) -> dict[str, tuple[str, ...]]:
         """The states that offer Cancel and Release, for the pages' scripts (static/console/states.js)."""
         return ACTIONS
+
+    @property
+    def eta_words(self) -> dict[str, dict[str, str]]:
+        """R-54: each basis as people read it and its confidence, for static/console/shared/starts.js."""
+        return {"basis": BASIS_TEXT, "confidence": {basis: confidence(basis) for basis in BASIS_TEXT}}
 
     @cached_property
     def management(self) -> Management:

@@ -25,7 +25,7 @@ STATE_TEXT = {State.PENDING.value: "queued"}  # spec: the console says "queued" 
 # table, less those fixed at submission (name, owner, policy, profile, resources): a
 # request.updated that changes none of them changes nothing the page shows, so queue.js reads
 # nothing for it — a heartbeat renews only the lease.
-ROW_FIELDS = ("state", "pool", "position", "held_pool", "reason", "message", "grace_ends_at")
+ROW_FIELDS = ("state", "pool", "position", "held_pool", "reason", "message", "grace_ends_at", "eta", "eta_basis")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from django.utils.timesince import timesince, timeuntil
 
 from poolweb.console.cards import Link, QuotaLine, resources_text
 from reconcile import ALL_POOLS
+from reconcile.eta import BASIS_TEXT, confidence
 from reconcile.quantity import quantity_text
 
 if TYPE_CHECKING:
@@ -186,3 +187,24 @@ def usage_rows(policy: PolicyView) -> SafeString:
         hidden=" hidden" if bar.reserved_at is None else "", usage=escape(bar.usage), reserved=text(bar.reserved),
         limit=text(bar.limit), borrowed=escape(bar.borrowed), pending=bar.pending, running=bar.running)
         for bar in policy.bars))  # every text above is escaped
+
+
+@register.simple_tag
+def starts(state: str, eta: datetime | str | None, basis: str | None) -> SafeString:
+    """R-54: a pending request's estimated start, small: "starts ≈ 14:20 UTC (run limits, high)",
+    the date too when not today, named for assistive technology; "start unknown" when no end known
+    frees its room; nothing before its first pass or unless pending. ``eta``: a datetime (a row) or
+    the API's text (a request object)."""
+    if state != "pending" or not basis:
+        return mark_safe("")
+    if isinstance(eta, str):
+        eta = datetime.fromisoformat(eta.replace("Z", "+00:00"))
+    if eta is None:
+        return mark_safe('<span class="eta muted" role="note" aria-label="Estimated start: unknown">start unknown</span>')
+    eta = eta.astimezone(tz.utc)
+    when = eta.strftime("%H:%M" if eta.date() == timezone.now().astimezone(tz.utc).date() else "%Y-%m-%d %H:%M")
+    sureness = confidence(basis)
+    return format_html(
+        '<span class="eta" role="note" aria-label="Estimated start: {} UTC, from {}, {} confidence" title="{}">'
+        'starts ≈ {} UTC <span class="eta-basis">({}, {})</span></span>',
+        when, BASIS_TEXT.get(basis, basis), sureness, eta.strftime(EXACT), when, BASIS_TEXT.get(basis, basis), sureness)

@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('poolweb', '0022_budgets'),
+        ('poolweb', '0023_eta'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -37,6 +37,10 @@ class Request(models.Model):
     pool = models.CharField(max_length=NAME_LENGTH, null=True, blank=True)  # while live
     queue_pool = models.CharField(max_length=NAME_LENGTH, null=True, blank=True)  # while pending
     position = models.PositiveIntegerField(null=True, blank=True)  # while pending
+    # R-54, while pending: when it is estimated to start (null: unknown) and on what ends
+    # (reconcile.eta.BASES; "" before its first pass); its confidence follows from the basis.
+    eta = models.DateTimeField(null=True, blank=True)
+    eta_basis = models.CharField(max_length=20, blank=True, default="")
     preempted_by = models.BigIntegerField(null=True, blank=True)
     held_pool = models.CharField(max_length=NAME_LENGTH, null=True, blank=True)
     submitted_at = models.DateTimeField(default=timezone.now)

@@ -26,10 +26,12 @@ class StoredWait(NamedTuple):
     message: str | None
     position: int | None
     queue_pool: str | None
+    eta: datetime | None
+    eta_basis: str | None
 
 
 WAIT_FIELDS = StoredWait._fields
-NO_WAIT = StoredWait(None, None, None, None)  # the wait of a request that was live at the load
+NO_WAIT = StoredWait(None, None, None, None, None, None)  # the wait of a request that was live at the load
 
 
 class PassInput(NamedTuple):
@@ -90,7 +92,8 @@ def load_pass_input(now: datetime, state: SiteState | None = None, *, also: Sequ
         requests.append(request)
         rows[request.id] = row
         if request.state is State.PENDING:
-            waits[request.id] = StoredWait(*row[width:waits_end])
+            wait = StoredWait(*row[width:waits_end])
+            waits[request.id] = wait._replace(eta=sql.stored_time(wait.eta)) if wait.eta is not None else wait
     snapshot = Snapshot(
         now=now, config=version.config, requests=tuple(requests), management_enabled=state.management_enabled,
         eviction_grace=timedelta(seconds=settings.POOLWEB["EVICTION_GRACE_SECONDS"]),

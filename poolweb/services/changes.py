@@ -16,7 +16,7 @@ from typing import NamedTuple
 from reconcile import Decision, Request, State
 from reconcile.transition import applied, changes
 
-LEFT_QUEUE = {"position": None, "queue_pool": None}
+LEFT_QUEUE = {"position": None, "queue_pool": None, "eta": None, "eta_basis": ""}
 
 
 class HistoryEntry(NamedTuple):

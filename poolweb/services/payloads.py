@@ -18,19 +18,23 @@ from django.conf import settings
 from poolweb.selectors.live import PolicyState, PoolState
 from poolweb.selectors.requests import Audience
 from reconcile import UNFINISHED_STATES, State, format_quantity
+from reconcile.eta import confidence
 
 REQUEST_FIELDS = ("id", "name", "policy", "profile", "owner", "resources", "preemptible", "max_retries", "attempt",
                   "state", "reason", "message", "pool", "position", "preempted_by", "labels", "submitted_at",
                   "allocated_at", "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "held_pool",
-                  "grace_ends_at", "warnings", "submitted_by", "max_runtime_seconds", "time_limit_at")
+                  "grace_ends_at", "warnings", "submitted_by", "max_runtime_seconds", "time_limit_at", "eta", "eta_basis",
+                  "eta_confidence")
 # The columns ``request_data`` reads: a preempting request's grace ends ``EVICTION_GRACE_SECONDS``
 # after ``preempted_at`` (R-44), so that is stored and ``grace_ends_at`` is not; ``warnings`` are
 # worked out of ``preemptible`` and ``max_retries``.
-REQUEST_COLUMNS = (*(name for name in REQUEST_FIELDS if name not in ("grace_ends_at", "warnings")), "preempted_at")
+REQUEST_COLUMNS = (*(name for name in REQUEST_FIELDS if name not in ("grace_ends_at", "warnings", "eta_confidence")),
+                   "preempted_at")
 # What anyone signed in sees of a request that is neither theirs nor their team's (docs/api.md §4,
 # privacy): where it stands and what it takes, not who asked, what for, or the numbers behind it.
 PUBLIC_REQUEST_FIELDS = ("id", "state", "position", "held_pool", "policy", "profile", "resources", "pool",
-                         "submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at")
+                         "submitted_at", "allocated_at", "finished_at", "lease_expires_at", "grace_ends_at", "eta",
+                         "eta_basis", "eta_confidence")
 
 
 def json_number(value: int | Decimal) -> int | float:
@@ -91,7 +95,19 @@ def request_data(row: Any) -> dict:
         "warnings": request_warnings(row.state, row.preemptible, row.max_retries),
         "submitted_by": row.submitted_by,
         "max_runtime_seconds": row.max_runtime_seconds, "time_limit_at": api_time(row.time_limit_at),
+        **eta_data(row.state, row.eta, row.eta_basis),
     }
+
+
+NO_ETA_DATA = {"eta": None, "eta_basis": None, "eta_confidence": None}
+
+
+def eta_data(state: str, eta: datetime | None, basis: str) -> dict[str, str | None]:
+    """R-54: a pending request's estimated start, its basis and confidence; all null before its
+    first pass and unless pending."""
+    if state != State.PENDING.value or not basis:
+        return dict(NO_ETA_DATA)
+    return {"eta": api_time(eta), "eta_basis": basis, "eta_confidence": confidence(basis)}
 
 
 PREEMPTIBLE_WITHOUT_RETRIES = {

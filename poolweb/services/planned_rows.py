@@ -15,6 +15,7 @@ a fresh read.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -24,6 +25,7 @@ from poolweb import sql
 from poolweb.selectors.snapshot import NO_WAIT, WAIT_FIELDS, StoredWait
 from poolweb.services.changes import HistoryEntry, decision_columns, history_entry
 from reconcile import Plan, Reason, Request, Snapshot, State
+from reconcile.eta import NO_ETA, Eta
 
 
 class PlanVoid(Exception):
@@ -47,11 +49,13 @@ class PlannedRows:
         return len(self.dropped)
 
 
-def planned_rows(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan) -> PlannedRows:
-    """What ``decided`` writes: its decisions, and the waits (reason, place) that changed."""
+def planned_rows(snapshot: Snapshot, waits: dict[int, StoredWait], decided: Plan,
+                 etas: Mapping[int, Eta] | None = None) -> PlannedRows:
+    """What ``decided`` writes: its decisions, and the waits (reason, place, estimated start: R-54)
+    that changed."""
     rows = PlannedRows({r.id: r for r in snapshot.requests})
     _decided(rows, decided)
-    _waits(rows, waits, decided)
+    _waits(rows, waits, decided, etas or {})
     return rows
 
 
@@ -72,11 +76,12 @@ def _decided(rows: PlannedRows, decided: Plan) -> None:
             rows.history.append(entry)
 
 
-def _waits(rows: PlannedRows, waits: dict[int, StoredWait], decided: Plan) -> None:
+def _waits(rows: PlannedRows, waits: dict[int, StoredWait], decided: Plan, etas: Mapping[int, Eta]) -> None:
     pending = State.PENDING.value
     for request_id, waiting in decided.waiting.items():
         # A request re-queued by this very pass (R-46) was stored live: nothing of its wait is.
-        after = StoredWait(waiting.reason.value, waiting.message, waiting.position, waiting.pool)
+        eta = etas.get(request_id, NO_ETA)
+        after = StoredWait(waiting.reason.value, waiting.message, waiting.position, waiting.pool, eta.at, eta.basis)
         if waits.get(request_id, NO_WAIT) == after:
             continue
         rows.expected.setdefault(request_id, pending)

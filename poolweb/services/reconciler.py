@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from poolweb.collector import collector_paused
 from poolweb.models import PassRecord, SiteState
+from poolweb.selectors.runtimes import ObservedRuntimes
 from poolweb.selectors.snapshot import load_pass_input
 from poolweb.services import announcement
 from poolweb.services.budgets import IDLE_TERMS, PASS_BURNS, marks_due, marks_write
@@ -30,9 +31,11 @@ from poolweb.services.planned_rows import PlanVoid, planned_rows, write_rows
 from poolweb.services.site import site_locked
 from poolweb.services.totals import PASS_DURATION, histogram_observe, totals_add_pass
 from reconcile import Plan, Snapshot, State, plan
+from reconcile.eta import estimate_starts
 
 log = logging.getLogger(__name__)
 
+OBSERVED = ObservedRuntimes()  # the profiles' observed run times, shared by this process's passes (R-54)
 COUNTED = ("grants", "preemptions", "evictions", "expiries", "rejections", "cancellations")
 
 
@@ -82,7 +85,8 @@ def _decide_and_write(state: SiteState, now: datetime, dry_run: bool, trigger: s
     decided = plan(snapshot, terms)
     if news is None:  # a dry run writes nothing
         return _result(snapshot, decided, 0, started)
-    rows = planned_rows(snapshot, read.waits, decided)
+    etas = estimate_starts(snapshot, decided, OBSERVED.at(now))  # R-54
+    rows = planned_rows(snapshot, read.waits, decided, etas)
     announcement.add_plan(news, snapshot, read.waits, decided)
     due = marks_due(burns)  # R-73: thresholds crossed since the last pass
     if not (rows.columns or news.pools or news.policies or due):

@@ -260,3 +260,36 @@ def test_the_indicator_shows_reconnecting_while_the_server_is_down_and_no_row_is
         expect(pending(page).locator("tbody tr")).to_have_count(0)
     finally:
         context.close()
+
+
+def test_r54_the_queue_and_the_request_page_say_when_a_request_starts(visit, demo):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    fill_the_pools(demo.author)
+    first, second = submit(demo.author, "dev", "2xgpu"), submit(demo.author, "dev", "2xgpu")
+    # No run limit and no history: the pass said "unknown"; then one as a pass with limits says it.
+    assert Request.objects.get(pk=first.pk).eta_basis == "unknown"
+    eta = (timezone.now() + timedelta(hours=1)).replace(second=0, microsecond=0)
+    Request.objects.filter(pk=second.pk).update(eta=eta, eta_basis="run_limits")
+    page = visit(demo.author, "/queues/h100/")
+    expect(row(pending(page), first).locator('[data-cell="eta"]')).to_have_text("start unknown")
+    when = f"{eta:%H:%M}" if eta.date() == timezone.now().date() else f"{eta:%Y-%m-%d %H:%M}"
+    note = row(pending(page), second).get_by_role(
+        "note", name=f"Estimated start: {when} UTC, from run limits, high confidence")
+    expect(note).to_have_text(f"starts ≈ {when} UTC (run limits, high)")
+    screenshot(page, "queue-starts")
+
+    page = visit(demo.author, f"/requests/{second.id}/")
+    expect(page.get_by_role("note", name=f"Estimated start: {when} UTC, from run limits, high confidence")).to_be_visible()
+    screenshot(page, "request-starts")
+    # Written by the page's script from the request object, it reads the same.
+    shown = page.locator('[data-field="eta"]').inner_html()
+    page.evaluate("""async (id) => {
+        const { showRequest } = await import('/static/console/shared/request_view.js');
+        const r = await (await fetch(`/api/v1/requests/${id}`, { credentials: 'same-origin' })).json();
+        document.querySelector('[data-field="eta"]').replaceChildren();
+        showRequest(document, r); }""", second.id)
+    expect(page.locator('[data-field="eta"]')).to_have_text(f"starts ≈ {when} UTC (run limits, high)")
+    assert page.locator('[data-field="eta"]').inner_html() == shown

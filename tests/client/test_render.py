@@ -126,3 +126,20 @@ def test_the_least_useful_parts_give_way_first_and_what_fits_again_comes_back(mo
     assert live_line(monkeypatch, 51) == "request 17 queued · position 3 · retrying · 1m20s"
     assert live_line(monkeypatch, 41) == "17 queued · pos 3 · retrying · 1m20s"
     assert live_line(monkeypatch, 21) == "position 3 · 1m20s"
+
+
+def test_r54_the_waiting_line_says_when_it_starts_and_on_what():
+    from datetime import date, datetime, timezone
+
+    from poolctl.render import starts_text
+
+    eta = datetime(2026, 12, 4, 14, 20, tzinfo=timezone.utc)
+    request = waiting(eta=eta, eta_basis="run_limits", eta_confidence="high")
+    local = eta.astimezone()
+    assert starts_text(request, today=local.date()) == f"starts ≈ {local:%H:%M} (run limits, high)"
+    assert starts_text(request, today=date(2020, 1, 1)) == f"starts ≈ {local:%Y-%m-%d %H:%M} (run limits, high)"
+    assert starts_text(waiting(eta_basis="unknown", eta_confidence="none")) == "start unknown"
+    assert starts_text(waiting()) == ""  # not judged yet, or an older server
+    assert starts_text(waiting(state="allocated", eta=eta, eta_basis="mixed")) == ""
+    assert "starts ≈" in waiting_line(request, 80) and "(run limits, high)" in waiting_line(request, 80)
+    assert "(run limits" not in waiting_line(request, 80, width=60)  # the basis gives way before the time

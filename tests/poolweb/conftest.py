@@ -120,3 +120,12 @@ def request_row(owner, policy: str, profile: str, gpu: float, *, state: str = "p
 def passes_inline(settings):
     """A pass runs as the worker's task runs it, but in the test's process, right after the change."""
     settings.POOLWEB = {**settings.POOLWEB, "PASSES": "inline"}
+
+
+@pytest.fixture(autouse=True)
+def observed_runtimes_read_afresh():
+    """A pass reads the profiles' observed run times (R-54) from this test's database, not from a
+    read of an earlier test's kept for five minutes."""
+    from poolweb.services.reconciler import OBSERVED
+
+    OBSERVED.forget()

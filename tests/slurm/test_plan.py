@@ -189,3 +189,14 @@ def test_a_job_held_until_its_own_begin_time_is_registered_then():
     later = dataclasses.replace(HELD, eligible=NOW + timedelta(minutes=5))
     only(planned(later))
     assert planned(later, now=NOW + timedelta(minutes=5)).register
+
+
+def test_r54_a_waiting_job_s_comment_says_when_it_starts():
+    eta = NOW + timedelta(hours=2)
+    steps = planned(HELD, request("pending", position=3, queue_pool="bare-metal", eta=eta, eta_basis="run_limits",
+                                  eta_confidence="high"))
+    local = eta.astimezone()
+    when = f"{local:%H:%M}" if local.date() == NOW.astimezone().date() else f"{local:%Y-%m-%d %H:%M}"
+    only(steps, comments={"12": f"poolweb: #3 in line for bare-metal, starts ≈ {when}: waiting for 4 gpu on bare-metal"})
+    unknown = planned(HELD, request("pending", position=3, queue_pool="bare-metal", eta_basis="unknown"))
+    only(unknown, comments={"12": "poolweb: #3 in line for bare-metal: waiting for 4 gpu on bare-metal"})

@@ -4,6 +4,7 @@
 // request_where.html, request.html), in place, so nothing moves when an update arrives.
 
 import { CANCELLABLE, LIVE } from "./states.js";
+import { startsElement } from "./starts.js";
 import { timeElement } from "./times.js";
 
 function text(value, empty = "—") {
@@ -52,6 +53,7 @@ const WRITERS = {
   message: (element, r) => fill(element, text(r.message)),
   where: (element, r) => fill(element, where(r)),
   "position-value": (element, r) => fill(element, text(r.state === "pending" ? r.position : null)),
+  eta: (element, r) => fill(element, startsElement(r) ?? text(null)),
   attempt: (element, r) => { element.textContent = String(r.attempt); },
   preempted_by: (element, r) => fill(element, preemptor(r.preempted_by)),
   allocated_at: (element, r) => fill(element, timeElement(r.allocated_at)),

@@ -228,7 +228,7 @@ def test_the_queue_lists_pending_requests_in_service_order_with_position_and_rea
 # The privacy rule (api.md §2): whole for one's own requests, one's teams' and for admins; of
 # anyone else's only where it stands and what it takes.
 PUBLIC = {"id", "state", "position", "held_pool", "policy", "profile", "resources", "pool", "submitted_at", "allocated_at",
-          "finished_at", "lease_expires_at", "grace_ends_at"}
+          "finished_at", "lease_expires_at", "grace_ends_at", "eta", "eta_basis", "eta_confidence"}
 
 
 @pytest.fixture

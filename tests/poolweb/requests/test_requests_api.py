@@ -23,6 +23,7 @@ REQUEST_OBJECT_FIELDS = {
     "finished_at", "lease_expires_at", "lease_seconds", "queue_pool", "held_pool", "grace_ends_at", "warnings",
     "submitted_by",  # decision 131
     "max_runtime_seconds", "time_limit_at",
+    "eta", "eta_basis", "eta_confidence",
 }
 
 

@@ -31,8 +31,8 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from bench.engine import A
-from bench.results import child_figures, merge_section, sized
-from bench.runtime import postgres_database
+from bench.results import merge_section, sized
+from bench.runtime import figures_on_both
 
 SCENARIO = replace(A, live=sized(1_000, 20))
 DAILY_ROWS = sized(33_000, 1_000)  # 10^6 a month, as bench/usage.py's month
@@ -59,11 +59,7 @@ FIGURES = (  # key, label
 
 
 def main() -> None:
-    figures: dict[str, float | None] = {}
-    figures.update({f"{k}_sqlite": v for k, v in child_figures("budgets", "measure").items()})
-    with postgres_database() as url:
-        found = child_figures("budgets", "measure", database_url=url) if url else {}
-        figures.update({f"{k}_postgres": v for k, v in found.items()})
+    figures = figures_on_both("budgets", "measure")
     print(f"{'figure':<52}{'SQLite':>10}{'PostgreSQL':>12}")
     for key, label in FIGURES:
         shown = ["-" if figures.get(f"{key}_{db}") is None else f"{figures[f'{key}_{db}']:.1f}"

@@ -21,8 +21,8 @@ import time
 from dataclasses import replace
 
 from bench.engine import A
-from bench.results import SHORT, child_figures, merge_section, sized
-from bench.runtime import postgres_database
+from bench.results import merge_section, sized
+from bench.runtime import figures_on_both
 
 SCENARIO = replace(A, live=sized(1_000, 20))
 REPEAT = sized(20, 1)
@@ -48,11 +48,7 @@ ROWS = (  # key, label, target
 
 
 def main() -> None:
-    figures: dict[str, float | None] = {}
-    figures.update({f"{k}_sqlite": v for k, v in child_figures("metrics", "measure").items()})
-    with postgres_database() as url:
-        found = child_figures("metrics", "measure", database_url=url) if url else {}
-        figures.update({f"{k}_postgres": v for k, v in found.items()})
+    figures = figures_on_both("metrics", "measure")
     print(f"{'figure':<48}{'measured':>10}{'target':>10}  verdict")
     for key, label, target in ROWS:
         value = figures.get(key)

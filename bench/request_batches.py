@@ -19,8 +19,8 @@ import statistics
 import sys
 import time
 
-from bench.results import child_figures, merge_section, sized
-from bench.runtime import postgres_database
+from bench.results import merge_section, sized
+from bench.runtime import figures_on_both
 
 BATCHES = sized(5, 1)
 ITEMS = sized(200, 10)
@@ -37,11 +37,7 @@ ROWS = (  # key, label
 
 
 def main() -> None:
-    figures: dict[str, float | None] = {}
-    figures.update({f"{k}_sqlite": v for k, v in child_figures("request_batches", "measure").items()})
-    with postgres_database() as url:
-        found = child_figures("request_batches", "measure", database_url=url) if url else {}
-        figures.update({f"{k}_postgres": v for k, v in found.items()})
+    figures = figures_on_both("request_batches", "measure")
     print(f"{ITEMS} items a batch, median of {BATCHES} batches")
     print(f"{'figure':<50}{'SQLite':>10}{'PostgreSQL':>12}")
     for key, label in ROWS:

@@ -78,6 +78,16 @@ def postgres_database():
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def figures_on_both(module: str, *args: str) -> dict[str, float | None]:
+    """``python -m bench.<module> <args>``'s figures on SQLite, then on PostgreSQL when it answers,
+    each key suffixed ``_sqlite`` or ``_postgres``."""
+    figures = {f"{key}_sqlite": value for key, value in child_figures(module, *args).items()}
+    with postgres_database() as url:
+        found = child_figures(module, *args, database_url=url) if url else {}
+    figures.update({f"{key}_postgres": value for key, value in found.items()})
+    return figures
+
+
 ROWS = (  # key, label, target
     ("submit_to_allocated_p50_ms", "submit -> allocated p50, pass loop (ms)", None),
     ("submit_to_allocated_p95_ms", "submit -> allocated p95, pass loop (ms)", 1000),

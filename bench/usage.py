@@ -30,8 +30,8 @@ import sys
 import time
 from datetime import datetime, timedelta, timezone
 
-from bench.results import child_figures, merge_section, sized
-from bench.runtime import postgres_database
+from bench.results import merge_section, sized
+from bench.runtime import figures_on_both
 
 ROWS = sized(1_000_000, 2_000)
 REPEAT = sized(3, 1)
@@ -53,11 +53,7 @@ FIGURES = (  # key, label, target
 
 
 def main() -> None:
-    figures: dict[str, float | None] = {}
-    figures.update({f"{k}_sqlite": v for k, v in child_figures("usage", "measure").items()})
-    with postgres_database() as url:
-        found = child_figures("usage", "measure", database_url=url) if url else {}
-        figures.update({f"{k}_postgres": v for k, v in found.items()})
+    figures = figures_on_both("usage", "measure")
     print(f"{'figure':<52}{'SQLite':>10}{'PostgreSQL':>12}{'target':>10}")
     for key, label, target in FIGURES:
         shown = ["-" if figures.get(f"{key}_{db}") is None else f"{figures[f'{key}_{db}']:.0f}"
@@ -138,7 +134,6 @@ def measure() -> dict[str, float]:
 
     client = Client(HTTP_HOST="localhost")
     client.force_login(admin)
-    since, until = START.isoformat(), (START + MONTH).isoformat()
 
     def get(by: str, cut: timedelta = timedelta(0)) -> float:
         began = time.perf_counter()
@@ -181,12 +176,12 @@ def _write(jobs: list) -> int:
 
     request_columns = ("id", "name", "policy", "profile", "owner_id", "resources", "preemptible", "max_retries",
                        "attempt", "lease_seconds", "labels", "state", "reason", "message", "submitted_at",
-                       "updated_at", "finished_at")
+                       "updated_at", "finished_at", "grant_order", "eta_basis")
     change_columns = ("request_id", "at", "state", "reason", "message", "attempt", "pool")
     request_rows, change_rows = [], []
     for id, ((policy, profile, owner, resources, submitted, finished), changes) in enumerate(jobs, start=1):
         request_rows.append((id, "", policy, profile, owner, json.dumps(resources), True, 1, 1, 300, "{}",
-                             "released", "Released", "", submitted, finished, finished))
+                             "released", "Released", "", submitted, finished, finished, 0, ""))
         attempt = 1
         for at, state, pool in changes:
             attempt += state == "pending" and at != submitted

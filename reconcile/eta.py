@@ -215,28 +215,25 @@ class _Simulation:
 
         The same walk as the grant phase's, by shape: room only shrinks during a walk, so a shape
         that did not fit is not tried again, and the next request to try is the head of the shape
-        of lowest key (a heap, re-keyed where the pool it fits on changed); a shape none of whose
-        pools had room freed since it last did not fit is not tried at all."""
-        heads = []
+        of lowest key (a heap); a shape none of whose pools had room freed since it last did not
+        fit is not tried at all. A start on pool P moves only the shapes that fitted first on P:
+        they are judged again at once, as the grant phase re-judges the groups watching P, since
+        the first pool where one fits now may come later in its precedence and serve its profile
+        earlier in that pool's execution order (R-32.3), so its key may fall as well as rise."""
+        heads: list[tuple[tuple, _Shape]] = []
+        judged: dict[_Shape, tuple[int, tuple]] = {}  # each shape in the walk: where it fits first, its key
         for shape in trying:
-            where = self._where(shape)
-            if where is not None:
-                heads.append((_key(shape, where, waiting[shape][0][1]), shape))
+            self._judge(shape, waiting, judged, heads)
         heapq.heapify(heads)  # keys end in a request id: shapes are never compared
         while heads:
             key, shape = heapq.heappop(heads)
-            where = self._where(shape)
-            if where is None:
-                continue  # it does not fit now, nor again in this walk
+            current = judged.get(shape)
+            if current is None or current[1] != key:
+                continue  # judged again since it was pushed
+            where = current[0]
             members = waiting[shape]
-            at = _key(shape, where, members[0][1])
-            if at != key:  # it fits on a later pool only now, where it stands elsewhere in the order
-                heapq.heappush(heads, (at, shape))
-                continue
             _, request = members.popleft()
-            if members:
-                heapq.heappush(heads, (_key(shape, where, members[0][1]), shape))
-            else:
+            if not members:
                 del waiting[shape]
             pool, need = shape.pools[where], shape.needs[where]
             self.free[pool] = [f - n for f, n in zip(self.free[pool], need)]
@@ -245,6 +242,21 @@ class _Simulation:
             run = _run_seconds(request, self.config, self.observed)
             if run is not None:
                 heapq.heappush(self.ends, _End(t + timedelta(seconds=run[0]), request.id, pool, need, run[1] | relied))
+            moved = [other for other, (at, _) in judged.items() if other.pools[at] == pool]
+            for other in moved:
+                del judged[other]
+                if other in waiting:
+                    self._judge(other, waiting, judged, heads, push=heapq.heappush)
+
+    def _judge(self, shape: _Shape, waiting: dict[_Shape, deque[tuple[int, Request]]],
+               judged: dict[_Shape, tuple[int, tuple]], heads: list, push=list.append) -> None:
+        """Record and queue the shape's head under its key at the first pool where it fits now;
+        nothing when it fits nowhere (nor will again in this walk)."""
+        where = self._where(shape)
+        if where is not None:
+            key = _key(shape, where, waiting[shape][0][1])
+            judged[shape] = where, key
+            push(heads, (key, shape))
 
     def _where(self, shape: _Shape) -> int | None:
         """The index of the first of the shape's pools where it fits now; None: none."""

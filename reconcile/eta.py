@@ -48,7 +48,8 @@ from .reasons import Reason
 from .transition import applied
 
 # The first waiting requests of each pool (by position) that get an estimate; the rest are
-# ``unknown``. Bounds the cost at 10^4 pending: 36 ms CPU beside plan()'s 68 (decision 189).
+# ``unknown``. Bounds the cost at 10^4 pending: 36 ms CPU beside plan()'s 68 (decision 189);
+# ~41 beside ~70 since a start re-judges the shapes that fitted first on its pool.
 PER_POOL = 50
 
 RUN_LIMITS, OBSERVED, MIXED, UNKNOWN = "run_limits", "observed_runtimes", "mixed", "unknown"
@@ -140,6 +141,7 @@ class _Simulation:
         self.relied: dict[str, int] = {}  # per pool, the kinds of the ends freed there so far
         self.ends: list[_End] = []
         self.shapes: dict[tuple, _Shape] = {}
+        self.on_pool: dict[str, list[_Shape]] = {}  # pool → the shapes that may start on it
         for request in running:
             need = self._need(request, request.pool)
             self.free[request.pool] = [f - n for f, n in zip(self.free[request.pool], need)]
@@ -182,7 +184,7 @@ class _Simulation:
         """Serve ``served`` (position, request, queue pool; in position order) as the runs end:
         at each moment, every request that fits starts, in order; then the next ends free room."""
         waiting: dict[_Shape, deque[tuple[int, Request]]] = {}  # each shape's requests, in order
-        on_pool: dict[str, list[_Shape]] = {}
+        on_pool = self.on_pool
         for position, request, queue_pool in served:
             shape = self._shape(request, queue_pool)
             if shape not in waiting:
@@ -215,28 +217,25 @@ class _Simulation:
 
         The same walk as the grant phase's, by shape: room only shrinks during a walk, so a shape
         that did not fit is not tried again, and the next request to try is the head of the shape
-        of lowest key (a heap, re-keyed where the pool it fits on changed); a shape none of whose
-        pools had room freed since it last did not fit is not tried at all."""
-        heads = []
+        of lowest key (a heap); a shape none of whose pools had room freed since it last did not
+        fit is not tried at all. A start on pool P moves only the shapes that fitted first on P:
+        they are judged again at once, as the grant phase re-judges the groups watching P, since
+        the first pool where one fits now may come later in its precedence and serve its profile
+        earlier in that pool's execution order (R-32.3), so its key may fall as well as rise."""
+        heads: list[tuple[tuple, _Shape]] = []
+        judged: dict[_Shape, tuple[int, tuple]] = {}  # each shape in the walk: where it fits first, its key
         for shape in trying:
-            where = self._where(shape)
-            if where is not None:
-                heads.append((_key(shape, where, waiting[shape][0][1]), shape))
+            self._judge(shape, waiting, judged, heads)
         heapq.heapify(heads)  # keys end in a request id: shapes are never compared
         while heads:
             key, shape = heapq.heappop(heads)
-            where = self._where(shape)
-            if where is None:
-                continue  # it does not fit now, nor again in this walk
+            current = judged.get(shape)
+            if current is None or current[1] != key:
+                continue  # judged again since it was pushed
+            where = current[0]
             members = waiting[shape]
-            at = _key(shape, where, members[0][1])
-            if at != key:  # it fits on a later pool only now, where it stands elsewhere in the order
-                heapq.heappush(heads, (at, shape))
-                continue
             _, request = members.popleft()
-            if members:
-                heapq.heappush(heads, (_key(shape, where, members[0][1]), shape))
-            else:
+            if not members:
                 del waiting[shape]
             pool, need = shape.pools[where], shape.needs[where]
             self.free[pool] = [f - n for f, n in zip(self.free[pool], need)]
@@ -245,6 +244,24 @@ class _Simulation:
             run = _run_seconds(request, self.config, self.observed)
             if run is not None:
                 heapq.heappush(self.ends, _End(t + timedelta(seconds=run[0]), request.id, pool, need, run[1] | relied))
+            for other in self.on_pool[pool]:
+                current = judged.get(other)
+                if current is not None and other.pools[current[0]] == pool:
+                    self._judge(other, waiting, judged, heads, push=heapq.heappush)
+
+    def _judge(self, shape: _Shape, waiting: dict[_Shape, deque[tuple[int, Request]]],
+               judged: dict[_Shape, tuple[int, tuple]], heads: list, push=list.append) -> None:
+        """Record and queue the shape's head under its key at the first pool where it fits now,
+        unless already so; forget the shape when it has no one left or fits nowhere (nor will
+        again in this walk). One entry per key, so equal keys never reach the shapes."""
+        where = self._where(shape) if shape in waiting else None
+        if where is None:
+            judged.pop(shape, None)
+            return
+        judgement = where, _key(shape, where, waiting[shape][0][1])
+        if judged.get(shape) != judgement:
+            judged[shape] = judgement
+            push(heads, (judgement[1], shape))
 
     def _where(self, shape: _Shape) -> int | None:
         """The index of the first of the shape's pools where it fits now; None: none."""

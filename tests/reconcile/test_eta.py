@@ -165,6 +165,24 @@ def test_r54_a_run_the_estimate_starts_carries_its_starts_basis_to_what_follows(
     assert etas_of(s, {"train": (1200,)}) == {2: (at(1300), "observed_runtimes"), 3: (at(1400), "mixed")}
 
 
+def test_r54_after_a_start_the_next_of_its_kind_is_judged_at_the_pool_where_it_now_fits():
+    # Shrunk from the property below. "wide" (3 gpu) prefers p, where it is 2nd in the execution
+    # order (after "odd"), then q, where it is 1st; "one" (1 gpu) is 2nd on q. p and q are full
+    # until 1300. Then 3 starts on p (its key ties 4's at execution place 1 and is older); 5, the
+    # next wide, fits only on q now, where it is 1st, so it comes before 4 (2nd there) and takes
+    # all of q: 4 waits for 5's limit, 1600. Judging 5 at p, where it no longer fits, put 4 first.
+    cfg = config(pool("p", ("odd", "wide"), gpu=3), pool("q", ("wide", "one"), gpu=3), policy("t"),
+                 profile("wide", ("p", "q"), "t", dynamic=True), profile("one", "q", "t", dynamic=True),
+                 profile("odd", "p", "t", dynamic=True))
+    s = snapshot(cfg, running(1, 3, ends_s=1300, profile="wide"), running(2, 3, ends_s=1300, profile="wide", pool="q"),
+                 *(limited(req(i, "t", kind, gpu=gpu), 300) for i, kind, gpu in ((3, "wide", 3), (4, "one", 1),
+                                                                                 (5, "wide", 3))))
+    assert etas_of(s) == {3: (at(1300), "run_limits"), 4: (at(1600), "run_limits"), 5: (at(1300), "run_limits")}
+    # What the passes do when the runs end at their limits.
+    s = replace(carry_out(s, plan(s)), now=at(1300))
+    assert sorted((g.request_id, g.pool) for g in plan(s).grants) == [(3, "p"), (5, "q")]
+
+
 # --- property: exact when nothing unforeseen happens ---------------------------------------------
 
 @st.composite

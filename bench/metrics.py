@@ -9,6 +9,9 @@ PostgreSQL, each in a child process with a throwaway database (bench/runtime.py'
 - ``pass_totals_ms``: the first pass after the 10,000 arrived (grants and waits for every one),
   with the cumulative totals of decisions 150–151 written, beside ``pass_no_totals_ms``, the same
   pass with the totals left out. Each timed pass is rolled back and repeated.
+- ``pass_beside_scrapes_ms``: the same pass (totals written) while another process scrapes
+  ``/metrics`` without pause — a web process answering Prometheus, at its worst (a real one asks
+  every 15 s) — beside ``pass_totals_ms`` measured alternately in the same loop.
 Merges figures into the "metrics" section of results.json.
 """
 
@@ -37,6 +40,8 @@ ROWS = (  # key, label, target
     ("pools_ms_sqlite", "  baseline: GET /pools (ms)", None),
     ("pass_totals_ms_sqlite", "first pass after 10k, with totals (ms)", None),
     ("pass_no_totals_ms_sqlite", "  baseline: without totals (ms)", None),
+    ("pass_beside_scrapes_ms_sqlite", "the pass while another process scrapes (ms)", None),
+    ("pass_alone_ms_sqlite", "  baseline: the same pass alone (ms)", None),
     ("scrape_ms_postgres", "scrape /metrics, 10k pending, PostgreSQL (ms)", 50),
     ("scrape_cpu_ms_postgres", "  its CPU time (ms)", None),
     ("policies_ms_postgres", "  baseline: GET /policies (ms)", None),
@@ -44,6 +49,8 @@ ROWS = (  # key, label, target
     ("pools_ms_postgres", "  baseline: GET /pools (ms)", None),
     ("pass_totals_ms_postgres", "first pass after 10k, with totals (ms)", None),
     ("pass_no_totals_ms_postgres", "  baseline: without totals (ms)", None),
+    ("pass_beside_scrapes_ms_postgres", "the pass while another process scrapes (ms)", None),
+    ("pass_alone_ms_postgres", "  baseline: the same pass alone (ms)", None),
 )
 
 
@@ -55,6 +62,11 @@ def main() -> None:
         shown = "-" if value is None else f"{value:.1f}"
         verdict = "-" if target is None or value is None else ("ok" if value <= target else "OVER")
         print(f"{label:<48}{shown:>10}{'' if target is None else f'<= {target}':>10}  {verdict}")
+    for db in ("sqlite", "postgres"):
+        beside, alone = figures.get(f"pass_beside_scrapes_ms_{db}"), figures.get(f"pass_alone_ms_{db}")
+        if beside and alone:
+            print(f"{db}: a pass beside a scraper that never pauses is {100 * (beside / alone - 1):+.1f} % "
+                  "of one alone (goal: <= +5 %)")
     merge_section("metrics", figures, "measured_at")
 
 
@@ -92,6 +104,7 @@ def measure() -> dict[str, float]:
                                ("pools", reader, "/api/v1/pools")):
         figures[f"{name}_ms"], figures[f"{name}_cpu_ms"] = _timed_get(client, path)
     figures.update(_passes())
+    figures.update(_passes_beside_scrapes())
     return figures
 
 
@@ -131,11 +144,56 @@ def _passes() -> dict[str, float]:
     return {"pass_totals_ms": statistics.median(found[True]), "pass_no_totals_ms": statistics.median(found[False])}
 
 
+def _passes_beside_scrapes() -> dict[str, float]:
+    """The cold pass alone, then while a scraper process runs, alternately, medians of each."""
+    import os
+    import subprocess
+
+    from django.db import transaction
+
+    from poolweb.services.reconciler import reconcile_pass
+
+    found: dict[bool, list[float]] = {True: [], False: []}
+    for _ in range(PASS_REPEAT):
+        for beside in (False, True):
+            scraper = None
+            if beside:  # the same database and settings: this process's environment
+                scraper = subprocess.Popen([sys.executable, "-m", "bench.metrics", "scrape_forever"], env=os.environ,
+                                           stdout=subprocess.PIPE, text=True)
+                assert scraper.stdout.readline().strip() == "scraping", "the scraper did not start"
+            try:
+                with transaction.atomic():
+                    started = time.perf_counter()
+                    reconcile_pass()
+                    found[beside].append((time.perf_counter() - started) * 1000)
+                    transaction.set_rollback(True)
+            finally:
+                if scraper is not None:
+                    scraper.kill()
+                    scraper.wait()
+    return {"pass_beside_scrapes_ms": statistics.median(found[True]), "pass_alone_ms": statistics.median(found[False])}
+
+
+def scrape_forever() -> None:
+    """Scrape ``/metrics`` until killed, saying once that the first scrape is done."""
+    from django.conf import settings
+    from django.test import Client
+
+    settings.POOLWEB = {**settings.POOLWEB, "METRICS_TOKEN": TOKEN, "METRICS_ALLOW": ()}
+    scraper = Client(HTTP_AUTHORIZATION=f"Bearer {TOKEN}", HTTP_HOST="localhost")
+    assert scraper.get("/metrics").status_code == 200
+    print("scraping", flush=True)
+    while True:
+        scraper.get("/metrics")
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         import django
 
         django.setup()
+        if sys.argv[1] == "scrape_forever":
+            scrape_forever()
         print(json.dumps({"measure": measure}[sys.argv[1]]()))
     else:
         main()

@@ -40,6 +40,9 @@ LONGEST_WAIT = 30.0  # the backoff's cap while Slurm or Poolweb cannot be read
 LISTED_MOST = 1_000_000  # live requests the bridge reads a poll: all of them
 REGISTERED_MOST = 200  # new jobs registered a poll, one batch call (~0.1 ms an item on a quiet server, decision 135); the rest the next poll
 COMMENT_SECONDS = 1.0  # writing comments, a poll; a waiting job's text is its own scontrol call (~0.1 s)
+# ... and in a poll that grants or releases: the queue is moving, the texts change at once, and
+# the next poll's grants wait for this one to end (the bench's second wave waited 5.8 s)
+MOVING_COMMENT_SECONDS = 0.2
 COMMENTS_A_CALL = 4  # distinct texts per set_comments: one round of its 4 workers, so the budget is checked often
 
 
@@ -149,8 +152,9 @@ class Bridge:
         """Slurm's part first, taking back before giving: a job is held again before another is
         released. Then Poolweb's: a request is released only when its job's action succeeded.
         Then new jobs, at most ``REGISTERED_MOST`` a poll, and last the comments, within
-        ``COMMENT_SECONDS`` a poll: a burst of waiting jobs (each text its own ``scontrol``
-        call) must not hold up the grants and releases of the next poll (decision 133)."""
+        ``COMMENT_SECONDS`` a poll (``MOVING_COMMENT_SECONDS`` in one that grants or releases): a
+        burst of waiting jobs (each text its own ``scontrol`` call) must not hold up the grants and
+        releases of the next poll (decision 133)."""
         failed = self.on_slurm("held again (requeued)", self.slurm.requeue_held, steps.requeue)
         failed |= self.on_slurm("held again", self.slurm.hold, steps.hold)
         for reason, jobs in grouped(steps.cancel_jobs).items():
@@ -172,7 +176,9 @@ class Bridge:
         self.start_registering(steps.register[:REGISTERED_MOST], now)
 
         taken_back = {job: why for job, why in {**steps.requeue, **steps.hold}.items() if job not in failed}
-        self.write_comments({**taken_back, **steps.comments}, now, budget=COMMENT_SECONDS)
+        moving = bool(steps.grants or steps.release)
+        self.write_comments({**taken_back, **steps.comments}, now,
+                            budget=MOVING_COMMENT_SECONDS if moving else COMMENT_SECONDS)
 
     def on_slurm(self, done: str, action: Callable[[list[str]], None], jobs: Iterable[str]) -> set[str]:
         """Runs one batched Slurm action; the jobs it failed for (all, when Slurm named none)."""

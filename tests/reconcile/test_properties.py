@@ -455,3 +455,22 @@ def test_r48_r52_with_the_time_rules_every_step_keeps_the_invariants(config: Con
     """I-1…I-8 as above; I-7 includes R-48: no victim has run less than its policy's min_runtime_seconds."""
     reworded, _ = _walk(config, actions, grace)
     assert not reworded, "I-8: " + "\n".join(reworded)
+
+
+@pytest.mark.xfail(strict=True, reason="I-8: open, found at stop 28 by the property above; the engine before "
+                   "issue 23 does the same (checked at d998da6)")
+def test_a_second_pass_keeps_the_reason_of_a_request_behind_two_preemptors():  # I-8
+    """Requests 4 and 5 (cv, priority 5) preempt 3 on mig and 1 on h100; request 6 (cv) waits.
+    The first pass tells 6 WaitingForCapacity; a second pass on the same state,
+    BlockedByHigherPriority."""
+    order = ("job", "half")
+    pools = (Pool("h100", Vector.of(gpu=2, mcpu=4000, step_run=1), execution_order=order),
+             *(Pool(name, Vector.of(gpu=gpu), execution_order=order) for name, gpu in
+               (("a100", 2), ("mig", 2), ("cpu", 0.5))))
+    config = Config(pools, (Profile("job", Vector.of(gpu=1), pools=("h100",), policies=("ml", "cv")),
+                            Profile("half", Vector.of(gpu=1), pools=("mig", "cpu", "h100"), policies=("cv", "ml"))),
+                    (Policy("ml"), Policy("cv", priority=5, quotas=(Quota("h100", "gpu", 1000, 1000),))))
+    submit = [("submit", queue, (), (True, 0, 300)) for queue in (0, 2, 3, 2, 2, 3)]
+    actions = [("pass",), ("pass",), *submit[:3], ("pass",), *submit[3:], ("pass",)]
+    reworded, made = _walk(config, actions, timedelta(seconds=30))
+    assert made == {"PreemptedByPriority": 2} and not reworded, reworded

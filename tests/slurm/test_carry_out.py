@@ -151,3 +151,23 @@ def test_comments_beyond_the_budget_are_left_for_the_next_poll():
     assert slurm.calls == [] and running.commented == {}
     running.write_comments({"7": "poolweb: #1 in line", "8": "poolweb: #2 in line"}, NOW, budget=10)
     assert running.commented == {"7": NOW, "8": NOW}
+
+
+def test_a_poll_that_grants_leaves_most_comments_for_a_quieter_poll(monkeypatch):
+    """Each comment call takes 0.1 s of a clock the test moves: a poll with a grant writes for
+    MOVING_COMMENT_SECONDS (0.2 s), one without for COMMENT_SECONDS (1 s)."""
+    clock = [0.0]
+    monkeypatch.setattr("poolweb_slurm.bridge.time.monotonic", lambda: clock[0])
+
+    class SlowSlurm(RecordingSlurm):
+        def set_comments(self, comments):
+            clock[0] += 0.1
+            super().set_comments(comments)
+
+    waiting = {str(job): f"poolweb: #{job} in line" for job in range(1, 25)}  # 6 calls of 4 texts
+    granting, quiet = bridge(SlowSlurm(), RecordingApi()), bridge(SlowSlurm(), RecordingApi())
+    granting.carry_out(Plan(grants={"h100": ["30"]}, comments=waiting), {}, NOW)
+    quiet.carry_out(Plan(comments=waiting), {}, NOW)
+
+    assert len(granting.commented) == 8  # two calls: the third would start past 0.2 s
+    assert len(quiet.commented) == 24

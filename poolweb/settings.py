@@ -1,7 +1,6 @@
 """Poolweb's settings: everything a deployment changes comes from the environment (poolweb/env.py).
 
-SQLite by default so a checkout runs with no setup; ``DATABASE_URL`` switches to PostgreSQL,
-``REDIS_URL`` to a Redis channel layer.
+SQLite by default so a checkout runs with no setup; ``DATABASE_URL`` switches to PostgreSQL.
 """
 
 from __future__ import annotations
@@ -264,12 +263,10 @@ Q_CLUSTER = {
     "sync": env_bool("POOLWEB_SYNC_TASKS", False),
 }
 
-REDIS_URL = env_str("REDIS_URL")
-CHANNEL_LAYERS = {
-    "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
-    if REDIS_URL
-    else {"BACKEND": "channels.layers.InMemoryChannelLayer"}
-}
+# Nothing sends through a channel layer: each web process's relay reads the outbox in the
+# database, and wake-ups go through a socket or NOTIFY (decision 143). A Redis layer would only
+# make every event stream depend on a Redis that carries nothing (docs/deploy.md).
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
 POOLWEB = {
     "EVICTION_GRACE_SECONDS": env_int("POOLWEB_EVICTION_GRACE_SECONDS", 30, minimum=0, maximum=86400),

@@ -213,7 +213,7 @@ def get_status(url: str) -> int | None:
 def serve_environment(tmp_path) -> dict[str, str]:
     """A fresh SQLite database in a temporary data directory, migrated."""
     environment = {key: value for key, value in os.environ.items()
-                   if key not in ("DATABASE_URL", "REDIS_URL", "POOLWEB_SECRET_KEY")}
+                   if key not in ("DATABASE_URL", "POOLWEB_SECRET_KEY")}
     # The worker's clusters are seen starting by django-q's INFO lines, which serve leaves out by default.
     environment.update(POOLWEB_DATA_DIR=str(tmp_path / "data"), DJANGO_SETTINGS_MODULE="poolweb.settings",
                        POOLWEB_TASKS_LOG_LEVEL="INFO")

@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 
 from bench.engine import A
 from bench.results import merge_section, sized
-from bench.runtime import figures_on_both
+from bench.runtime import figures_on_both, print_both
 
 SCENARIO = replace(A, live=sized(1_000, 20))
 DAILY_ROWS = sized(33_000, 1_000)  # 10^6 a month, as bench/usage.py's month
@@ -60,11 +60,7 @@ FIGURES = (  # key, label
 
 def main() -> None:
     figures = figures_on_both("budgets", "measure")
-    print(f"{'figure':<52}{'SQLite':>10}{'PostgreSQL':>12}")
-    for key, label in FIGURES:
-        shown = ["-" if figures.get(f"{key}_{db}") is None else f"{figures[f'{key}_{db}']:.1f}"
-                 for db in ("sqlite", "postgres")]
-        print(f"{label:<52}{shown[0]:>10}{shown[1]:>12}")
+    print_both(FIGURES, figures)
     for db in ("sqlite", "postgres"):
         for spent in ("", "_none_spent"):
             for key, what in (("pass_budgets", "with budgets"), ("pass_budgets_read", "reading the burn")):

@@ -20,7 +20,7 @@ import sys
 import time
 
 from bench.results import merge_section, sized
-from bench.runtime import figures_on_both
+from bench.runtime import figures_on_both, print_both
 
 BATCHES = sized(5, 1)
 ITEMS = sized(200, 10)
@@ -39,11 +39,7 @@ ROWS = (  # key, label
 def main() -> None:
     figures = figures_on_both("request_batches", "measure")
     print(f"{ITEMS} items a batch, median of {BATCHES} batches")
-    print(f"{'figure':<50}{'SQLite':>10}{'PostgreSQL':>12}")
-    for key, label in ROWS:
-        shown = ["-" if figures.get(f"{key}_{db}") is None else f"{figures[f'{key}_{db}']:.2f}"
-                 for db in ("sqlite", "postgres")]
-        print(f"{label:<50}{shown[0]:>10}{shown[1]:>12}")
+    print_both(ROWS, figures, width=50, digits=2)
     merge_section("request_batches", figures, "measured_at")
 
 

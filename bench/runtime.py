@@ -88,6 +88,18 @@ def figures_on_both(module: str, *args: str) -> dict[str, float | None]:
     return figures
 
 
+def print_both(rows, figures: dict[str, float | None], *, width: int = 52, digits: int = 1) -> None:
+    """A table of ``figures_on_both``'s figures, a row per (key, label[, target]) of ``rows``, a
+    column per database; a target, where a row gives one, after them."""
+    targets = any(len(row) > 2 for row in rows)
+    print(f"{'figure':<{width}}{'SQLite':>10}{'PostgreSQL':>12}" + (f"{'target':>10}" if targets else ""))
+    for key, label, *target in rows:
+        shown = ["-" if figures.get(f"{key}_{db}") is None else f"{figures[f'{key}_{db}']:.{digits}f}"
+                 for db in ("sqlite", "postgres")]
+        goal = f"<= {target[0]}" if target and target[0] is not None else ""
+        print(f"{label:<{width}}{shown[0]:>10}{shown[1]:>12}" + (f"{goal:>10}" if targets else ""))
+
+
 ROWS = (  # key, label, target
     ("submit_to_allocated_p50_ms", "submit -> allocated p50, pass loop (ms)", None),
     ("submit_to_allocated_p95_ms", "submit -> allocated p95, pass loop (ms)", 1000),

@@ -31,7 +31,7 @@ import time
 from datetime import datetime, timedelta, timezone
 
 from bench.results import merge_section, sized
-from bench.runtime import figures_on_both
+from bench.runtime import figures_on_both, print_both
 
 ROWS = sized(1_000_000, 2_000)
 REPEAT = sized(3, 1)
@@ -54,11 +54,7 @@ FIGURES = (  # key, label, target
 
 def main() -> None:
     figures = figures_on_both("usage", "measure")
-    print(f"{'figure':<52}{'SQLite':>10}{'PostgreSQL':>12}{'target':>10}")
-    for key, label, target in FIGURES:
-        shown = ["-" if figures.get(f"{key}_{db}") is None else f"{figures[f'{key}_{db}']:.0f}"
-                 for db in ("sqlite", "postgres")]
-        print(f"{label:<52}{shown[0]:>10}{shown[1]:>12}{'' if target is None else f'<= {target}':>10}")
+    print_both(FIGURES, figures, digits=0)
     merge_section("usage", figures, "measured_at")
 
 

@@ -43,6 +43,15 @@ def mapping(transactional_db, sso):
         DirectoryGroup.objects.create(name=name if name != "dev" else "ml-team", group=Group.objects.create(name=name))
 
 
+@pytest.fixture
+def page(browser, sso):
+    """A page of its own browser context on the Poolweb server, closed after the test."""
+    context = browser.new_context(viewport=VIEWPORT, base_url=sso[0])
+    opened = context.new_page()
+    opened.set_default_timeout(20_000)
+    yield opened
+
+
 def groups_of(username: str) -> set[str]:
     return set(User.objects.get(username=username).groups.values_list("name", flat=True))
 
@@ -55,11 +64,8 @@ def sign_in_at_the_provider(page, username: str, password: str) -> None:
     page.get_by_role("button", name="Continue").click()
 
 
-def test_signing_in_with_the_provider_creates_the_user_and_follows_its_groups(browser, sso, mapping):
+def test_signing_in_with_the_provider_creates_the_user_and_follows_its_groups(page, sso, mapping):
     url, provider = sso
-    context = browser.new_context(viewport=VIEWPORT, base_url=url)
-    page = context.new_page()
-    page.set_default_timeout(20_000)
 
     page.goto("/requests/")
     expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/requests/$"))
@@ -82,14 +88,10 @@ def test_signing_in_with_the_provider_creates_the_user_and_follows_its_groups(br
 
     expect(page).to_have_url(f"{url}/")
     assert groups_of("ada") == {"dev"}
-    context.close()
 
 
-def test_an_api_token_follows_the_provider_and_stops_when_it_disables_the_user(browser, sso, mapping):
+def test_an_api_token_follows_the_provider_and_stops_when_it_disables_the_user(page, sso, mapping):
     url, provider = sso
-    context = browser.new_context(viewport=VIEWPORT, base_url=url)
-    page = context.new_page()
-    page.set_default_timeout(20_000)
     page.goto("/accounts/login/")
     sign_in_at_the_provider(page, "ada", PEOPLE["ada"]["password"])
     expect(page).to_have_url(f"{url}/")
@@ -114,33 +116,25 @@ def test_an_api_token_follows_the_provider_and_stops_when_it_disables_the_user(b
     assert not ada.is_active
     page.goto("/requests/")  # her session ended with her deactivation
     expect(page).to_have_url(re.compile("/accounts/login/"))
-    context.close()
 
 
 def long_ago() -> None:
     DirectoryAccount.objects.update(checked_at=timezone.now() - timedelta(minutes=5))
 
 
-def test_a_user_the_provider_disabled_cannot_sign_in(browser, sso, mapping):
+def test_a_user_the_provider_disabled_cannot_sign_in(page, sso, mapping):
     url, _ = sso
-    context = browser.new_context(viewport=VIEWPORT, base_url=url)
-    page = context.new_page()
-    page.set_default_timeout(20_000)
     page.goto("/accounts/login/")
 
     sign_in_at_the_provider(page, "cyd", PEOPLE["cyd"]["password"])
 
     expect(page.get_by_role("alert")).to_contain_text("Wrong username or password")  # the provider's page
     assert not User.objects.filter(username="cyd").exists()
-    context.close()
 
 
-def test_a_refusal_at_the_provider_is_said_on_the_sign_in_page(browser, sso, mapping):
+def test_a_refusal_at_the_provider_is_said_on_the_sign_in_page(page, sso, mapping):
     url, _ = sso
-    context = browser.new_context(viewport=VIEWPORT, base_url=url)
-    page = context.new_page()
     page.goto("/accounts/oidc/callback/?error=access_denied&state=forged")
 
     expect(page).to_have_url(f"{url}/accounts/login/")
     expect(page.get_by_role("alert")).to_contain_text("The sign-in with Example SSO did not complete (access_denied)")
-    context.close()

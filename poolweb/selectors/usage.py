@@ -349,9 +349,10 @@ class UsageAskInvalid(ValueError):
 
 def parse_ask(params: Mapping[str, str], now: datetime) -> UsageAsk:
     """``since``, ``until`` (ISO 8601: a date is its midnight UTC, a time without an offset is UTC;
-    defaults: the 30 days up to now) and ``by`` (default ``policy``); ``UsageAskInvalid`` naming
-    each bad parameter."""
+    defaults: the 30 days up to now, in whole seconds as the report counts) and ``by`` (default
+    ``policy``); ``UsageAskInvalid`` naming each bad parameter."""
     errors: list[AskError] = []
+    now = now.replace(microsecond=0)
     until = _moment(params.get("until") or None, "until", errors)
     since = _moment(params.get("since") or None, "since", errors)
     by = params.get("by") or "policy"

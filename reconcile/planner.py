@@ -102,7 +102,8 @@ class _Pass:
         enabled = self.snapshot.management_enabled
         groups = self._grant(enabled)
         ordered = service_order(groups, self.ledger)
-        preemption = Preemption(self.config, self.terms, self.ledger, self.live, self.victims_of, self.now)
+        preemption = Preemption(self.config, self.terms, self.ledger, self.live, self.victims_of, self.now,
+                                self.barred)
         if enabled:
             preemption.run(ordered)
         waiting = explain_waiting(ordered, serving_places(ordered), self.ledger, self.victims_of, enabled)

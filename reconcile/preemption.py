@@ -89,9 +89,11 @@ class Preemption:
     pass only takes room away. So each group fails at most once."""
 
     def __init__(self, config: Config, terms: TermsCache, ledger: Ledger, live: list[Request],
-                 victims_of: dict[int, list[int]], now: datetime | None = None) -> None:
+                 victims_of: dict[int, list[int]], now: datetime | None = None,
+                 barred: frozenset[tuple[int, str]] = frozenset()) -> None:
         self.config, self.terms, self.ledger, self.live = config, terms, ledger, live
         self.victims_of = victims_of
+        self.barred = {request_id for request_id, _ in barred}  # R-47: not granted where a reclaim would take it
         self.decisions: list[Decision] = []
         self.holds: list[Decision] = []
         self.waits: dict[int, ProtectedWait] = {}  # R-48: preemptor → the protected victims it waits for
@@ -131,16 +133,23 @@ class Preemption:
         by a heap of groups, so a group that fails leaves the heap with all its members."""
         heap = [(group.key, group.next, group) for group in ordered]
         heapq.heapify(heap)
+        barred_later: list[tuple[QueueGroup, Request]] = []
         while heap:
             key, index, group = heapq.heappop(heap)
             members = group.members  # waiting from group.next on
             request = members[index]
             waits_for_victims = request.id in self.ledger.holds or request.id in self.victims_of  # R-40
             if not waits_for_victims and not self._find_victims(group, request):
+                if request.id in self.barred:
+                    barred_later.append((group, request))
                 continue  # the rest of the group cannot find victims either
             if index + 1 < len(members):
                 after = members[index + 1]
                 heapq.heappush(heap, (key.of_member(after.submitted_at, after.id), index + 1, group))
+        # R-47: a request barred from room it fits in finds no victims while that room looks free;
+        # the reclaim it was barred for holds the room by the end, as the next pass finds it.
+        for group, request in barred_later:
+            self._find_victims(group, request)
         self._judge_protected_waits()
 
     def _judge_protected_waits(self) -> None:

@@ -474,3 +474,18 @@ def test_a_second_pass_keeps_the_reason_of_a_request_behind_two_preemptors():  #
     actions = [("pass",), ("pass",), *submit[:3], ("pass",), *submit[3:], ("pass",)]
     reworded, made = _walk(config, actions, timedelta(seconds=30))
     assert made == {"PreemptedByPriority": 2} and not reworded, reworded
+
+
+def test_r47_a_request_barred_from_room_a_reclaim_takes_finds_its_victims_in_the_same_pass():  # I-8; found above
+    """On h100 (1 gpu): ops (priority 5, no reservation) runs 1, ml (2 gpu reserved) runs 2; ml's 3
+    and ops's 4 wait. Granted the free room, 4 would be reclaimed at once for 3 (R-47): barred, it
+    must still take its victim by priority (2) in this pass, as the next pass would."""
+    order = ("job", "half")
+    config = Config((Pool("h100", Vector.of(gpu=2), execution_order=order),),
+                    (Profile("job", Vector.of(gpu=0.5), pools=("h100",), policies=("ml",)),
+                     Profile("half", Vector.of(gpu=0.125), pools=("h100",), policies=("ml", "ops"))),
+                    (Policy("ml", quotas=(Quota("h100", "gpu", 2000, 2000),)), Policy("cv"), Policy("ops", priority=5)))
+    submit = [("submit", queue, (), (True, 0, 300)) for queue in (11, 3, 0, 2)]
+    actions = [("pass",)] * 3 + [*submit[:2], ("capacity", 0, (1, 0)), ("pass",), *submit[2:], ("pass",)]
+    reworded, made = _walk(config, actions, timedelta(seconds=30))
+    assert made == {"Reclaimed": 1, "PreemptedByPriority": 1} and not reworded, reworded

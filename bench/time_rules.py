@@ -16,8 +16,13 @@ reads), against when it really started: the error in seconds and as a share of i
 basis. The same trace again with exact limits (declared = the real run) shows what remains
 when limits are right: the queue order and the arrivals after it, which no estimate knows.
 
+No starvation (R-49): the same day, every team declaring limits (times 1 to 1.6), with every
+policy's ``max_wait_seconds`` at 2 h against none: the longest and the median wait of the 8 and
+4 gpu jobs, beside the bound the issue sets (the max wait plus the longest run limit declared).
+
 Cost: CPU of ``plan`` against ``plan`` + ``estimate_starts`` at bench/engine.py's scenario A
-(10^4 pending, 2,000 live), 70 % of runs and requests with limits, half the profiles observed.
+(10^4 pending, 2,000 live), 70 % of runs and requests with limits, half the profiles observed;
+and of ``plan`` with every time rule on every policy against none.
 """
 
 from __future__ import annotations
@@ -67,13 +72,13 @@ LIMITS = (Limits("exact", ALL, None), Limits("declared", ALL, 1.6),
           Limits("half_declared", frozenset({"vision", "speech"}), 1.6), Limits("none", frozenset(), None))
 
 
-def config() -> Config:
+def config(max_wait_seconds: int | None = None) -> Config:
     pools = (Pool("h100", Vector.of(gpu=16)), Pool("a100", Vector.of(gpu=8)))
     connected = {"g1": ("a100",), "g2": ("a100", "h100"), "g4": ("h100",), "g8": ("h100",)}
     teams = tuple(t.name for t in TEAMS)
     profiles = tuple(Profile(name, Vector.of(gpu=gpu), pools=connected[name], policies=teams)
                      for name, gpu in SHAPES.items())
-    return Config(pools, profiles, tuple(Policy(name) for name in teams))
+    return Config(pools, profiles, tuple(Policy(name, max_wait_seconds=max_wait_seconds) for name in teams))
 
 
 @dataclass(frozen=True)
@@ -119,8 +124,8 @@ class Replay:
     passes: int = 0
 
 
-def replay(jobs: list[Job], limits: Limits) -> Replay:
-    cfg = config()
+def replay(jobs: list[Job], limits: Limits, cfg: Config | None = None) -> Replay:
+    cfg = cfg or config()
     terms = terms_for(cfg, None)
     by_id = {i: job for i, job in enumerate(jobs, 1)}
     arrivals = list(by_id.items())
@@ -213,8 +218,29 @@ def by_size(result: Replay, jobs: list[Job]) -> dict[str, dict[str, float | int]
             for profile, found in sorted(shares.items())}
 
 
-def cost_at_10k() -> dict[str, float]:
-    """CPU ms of plan() and of estimate_starts() at bench/engine.py's scenario A, median of a few."""
+MAX_WAIT = 2 * 3600  # R-49 in the starvation replay and the cost: every team reserves after 2 h
+
+
+def starvation(jobs: list[Job]) -> dict[str, float]:
+    """R-49: the longest wait of an 8 gpu job with every team's max_wait_seconds at 2 h against
+    none, all teams declaring limits (times 1 to 1.6); the bound is the max wait plus the longest
+    run limit declared."""
+    limits = LIMITS[1]
+    bound = MAX_WAIT + max(job.limit(limits) for job in jobs)
+    figures = {"starvation_bound_h": bound / 3600}
+    for name, cfg in (("off", config()), ("on", config(MAX_WAIT))):
+        result = replay(jobs, limits, cfg)
+        for profile in ("g8", "g4"):
+            waits = [(result.started[i] - result.submitted[i]).total_seconds() for i, job in enumerate(jobs, 1)
+                     if job.profile == profile and i in result.started]
+            figures[f"starvation_{name}_{profile}_longest_wait_h"] = max(waits) / 3600
+            figures[f"starvation_{name}_{profile}_median_wait_h"] = statistics.median(waits) / 3600
+        figures[f"starvation_{name}_plan_ms_per_pass"] = result.plan_s * 1000 / result.passes
+    return figures
+
+
+def timed_snapshot_at_10k() -> Snapshot:
+    """bench/engine.py's scenario A, 70 % of runs and requests with limits."""
     from bench.engine import A, make_snapshot
 
     snapshot = make_snapshot(A)
@@ -225,11 +251,21 @@ def cost_at_10k() -> dict[str, float]:
             request = (replace(request, time_limit_at=snapshot.now + timedelta(seconds=rng.randint(60, 36_000)))
                        if request.state.live else replace(request, max_runtime_seconds=rng.randint(60, 36_000)))
         timed.append(request)
-    snapshot = replace(snapshot, requests=tuple(timed))
+    return replace(snapshot, requests=tuple(timed))
+
+
+def cost_at_10k() -> dict[str, float]:
+    """CPU ms of plan() and of estimate_starts() at scenario A, median of a few; and of plan() with
+    every time rule on every policy (protection 10 min, a cap of 10 h, a max wait of 2 h: about
+    half the pending requests are past it) against none, interleaved."""
+    snapshot = timed_snapshot_at_10k()
+    ruled = replace(snapshot, config=replace(snapshot.config, policies=tuple(
+        replace(p, min_runtime_seconds=600, max_runtime_seconds=36_000, max_wait_seconds=MAX_WAIT)
+        for p in snapshot.config.policies)))
     observed = {profile.name: (600, 1200, 1800, 3600, 7200) for profile in snapshot.config.profiles[::2]}
-    terms = terms_for(snapshot.config, None)
+    terms, ruled_terms = terms_for(snapshot.config, None), terms_for(ruled.config, None)
     decided = plan(snapshot, terms)
-    plan_ms, eta_ms = [], []
+    plan_ms, eta_ms, ruled_ms = [], [], []
     for _ in range(sized(5, 1)):
         began = time.process_time()
         plan(snapshot, terms)
@@ -237,8 +273,14 @@ def cost_at_10k() -> dict[str, float]:
         began = time.process_time()
         estimate_starts(snapshot, decided, observed)
         eta_ms.append((time.process_time() - began) * 1000)
-    plan_median, eta_median = statistics.median(plan_ms), statistics.median(eta_ms)
-    return {"plan_10k_ms": plan_median, "eta_10k_ms": eta_median, "pass_ratio_10k": (plan_median + eta_median) / plan_median}
+        began = time.process_time()
+        plan(ruled, ruled_terms)
+        ruled_ms.append((time.process_time() - began) * 1000)
+    plan_median, eta_median, ruled_median = map(statistics.median, (plan_ms, eta_ms, ruled_ms))
+    overdue = sum(1 for r in ruled.requests if not r.state.live and ruled.now - r.submitted_at > timedelta(seconds=MAX_WAIT))
+    return {"plan_10k_ms": plan_median, "eta_10k_ms": eta_median, "pass_ratio_10k": (plan_median + eta_median) / plan_median,
+            "plan_10k_rules_on_ms": ruled_median, "rules_on_ratio_10k": ruled_median / plan_median,
+            "overdue_10k": overdue}
 
 
 def report(name: str, result: Replay, figures: dict) -> None:
@@ -271,9 +313,19 @@ def main() -> None:
             print("  by size, the median signed error as a share of the wait: " + ", ".join(
                 f"{profile} {entry['signed_error_median_of_wait']:+.0%} ({entry['waited']})" for profile, entry in sizes.items()))
             results.update(flat("exact_size", sizes))
+    starved = starvation(jobs)
+    print(f"\nR-49, max wait {MAX_WAIT // 3600} h, limits declared (bound: max wait + longest limit = "
+          f"{starved['starvation_bound_h']:.1f} h): longest wait of an 8 gpu job "
+          f"{starved['starvation_on_g8_longest_wait_h']:.1f} h, without R-49 {starved['starvation_off_g8_longest_wait_h']:.1f} h; "
+          f"4 gpu {starved['starvation_on_g4_longest_wait_h']:.1f} h against {starved['starvation_off_g4_longest_wait_h']:.1f} h; "
+          f"median 8 gpu wait {starved['starvation_on_g8_median_wait_h']:.2f} h against "
+          f"{starved['starvation_off_g8_median_wait_h']:.2f} h")
+    results.update(starved)
     cost = cost_at_10k()
     print(f"\nat 10^4 pending: plan {cost['plan_10k_ms']:.1f} ms, estimate {cost['eta_10k_ms']:.1f} ms CPU: "
-          f"the pass x{cost['pass_ratio_10k']:.2f} (goal <= 1.5)")
+          f"the pass x{cost['pass_ratio_10k']:.2f} (goal <= 1.5); plan with every time rule on every policy "
+          f"({cost['overdue_10k']} requests past their max wait) {cost['plan_10k_rules_on_ms']:.1f} ms: "
+          f"x{cost['rules_on_ratio_10k']:.2f} (goal <= 1.5)")
     results.update(cost)
     merge_section("time_rules", results, "eta_timestamp")
 

@@ -34,6 +34,7 @@ class Allocation(NamedTuple):
     allocated_at: datetime
     grant_order: int = 0  # its place among this pass's grants
     state: State = State.ALLOCATED
+    time_limit_at: datetime | None = None  # when its run ends
 
 
 def borrowed_units(terms: TermsCache, policy: str, live: Iterable[Request | Allocation]) -> dict[int, dict[str, int]]:

@@ -10,7 +10,7 @@ its fields with the value before and after (``None``: absent). The fields of an 
   precedence), ``connections[<pool>].name``, ``policies`` (the policy rank);
 - policy: ``display_name``, ``description``, ``group``, ``priority``, the time rules it states
   (``min_runtime_seconds``, ``max_runtime_seconds``, ``require_max_runtime``,
-  ``on_time_limit``), ``quotas[<scope>/<key>].reserved`` and ``.limit``, ``budget.key``, ``.hours``,
+  ``on_time_limit``, ``max_wait_seconds``), ``quotas[<scope>/<key>].reserved`` and ``.limit``, ``budget.key``, ``.hours``,
   ``.period`` and ``.when_spent`` (all absent without a budget).
 
 Quantities are shown as the API writes them (``format_quantity``), orders as tuples of names.

@@ -49,7 +49,7 @@ and a quota row's ``key`` are required; an absent capacity, allotment, policy li
 list is empty, and an absent ``group`` is "" (only admins may then submit; the service warns);
 ``version`` is accepted with any value and ignored; a given ``group`` is a non-empty
 string of at most 150 characters (a Django group name); ``priority`` is an integer in
-±1,000,000; ``min_runtime_seconds`` (R-48) and ``max_runtime_seconds`` (R-52) are absent, null or a
+±1,000,000; ``min_runtime_seconds`` (R-48), ``max_wait_seconds`` (R-49) and ``max_runtime_seconds`` (R-52) are absent, null or a
 whole number of seconds from 1 to 366 days; ``require_max_runtime`` is a boolean (false);
 ``on_time_limit`` is "end" (the default) or "requeue"; a resource vector has at most 100 keys; past 1000 errors the rest are only counted
 (``too_many_errors``).
@@ -96,7 +96,7 @@ PROFILE_FIELDS = Fields(("name", "connections"), ("display_name", "resources", "
 CONNECTION_FIELDS = Fields(("pool",), ("name",))
 POLICY_FIELDS = Fields(("name",), ("display_name", "group", "quotas", "description", "priority", "budget",
                                        "min_runtime_seconds", "max_runtime_seconds", "require_max_runtime",
-                                       "on_time_limit"))
+                                       "on_time_limit", "max_wait_seconds"))
 QUOTA_FIELDS = Fields(("key",), ("scope", "reserved", "limit"))
 
 

@@ -1,4 +1,4 @@
-"""A policy's time rules in the configuration document (docs/scheduling.md R-48, R-52, R-53).
+"""A policy's time rules in the configuration document (docs/scheduling.md R-48, R-49, R-52, R-53).
 
 Each is optional; absent, a policy keeps the behaviour without it. Durations are whole seconds
 from 1 to 366 days:
@@ -6,7 +6,7 @@ from 1 to 366 days:
 >>> from reconcile.document_checks import Reading
 >>> reading = Reading()
 >>> read_time_rules(reading, {"min_runtime_seconds": 600, "on_time_limit": "requeue"}, "policies[0]")
-{'min_runtime_seconds': 600, 'max_runtime_seconds': None, 'require_max_runtime': False, 'on_time_limit': 'requeue'}
+{'min_runtime_seconds': 600, 'max_runtime_seconds': None, 'require_max_runtime': False, 'on_time_limit': 'requeue', 'max_wait_seconds': None}
 >>> read_time_rules(reading, {"max_runtime_seconds": 0}, "policies[1]")["max_runtime_seconds"] is None
 True
 >>> [(issue.path, issue.code) for issue in reading.errors]
@@ -31,6 +31,7 @@ def read_time_rules(reading: Reading, obj: Mapping[Any, Any], path: str) -> dict
         "max_runtime_seconds": _seconds(reading, obj, path, "max_runtime_seconds"),
         "require_max_runtime": _flag(reading, obj, path, "require_max_runtime"),
         "on_time_limit": _choice(reading, obj, path, "on_time_limit", ON_TIME_LIMIT),
+        "max_wait_seconds": _seconds(reading, obj, path, "max_wait_seconds"),
     }
 
 

@@ -61,7 +61,7 @@ def time_rules(policy: Policy) -> dict[str, Any]:
 
 
 POLICY_TIME_FIELDS = (("min_runtime_seconds", None), ("max_runtime_seconds", None), ("require_max_runtime", False),
-                      ("on_time_limit", "end"))
+                      ("on_time_limit", "end"), ("max_wait_seconds", None))
 
 
 def _profile_document(profile: Profile) -> dict[str, Any]:

@@ -15,7 +15,7 @@ Waiting(reason=<Reason.WAITING_FOR_CAPACITY: 'WaitingForCapacity'>, message='poo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from itertools import repeat
 from operator import attrgetter
@@ -50,11 +50,41 @@ class FirstWaiter(NamedTuple):
 
 def explain_waiting(
     ordered: Sequence[QueueGroup], places: Mapping[int, Sequence[int]], ledger: Ledger,
-    victims_of: Mapping[int, list[int]], enabled: bool,
+    victims_of: Mapping[int, list[int]], enabled: bool, reserving: Callable[[Request], str] | None = None,
 ) -> dict[int, Waiting]:
     """Waiting (reason, message, position, queue pool) for every waiting request; ``places`` give
     each group's members' places in the order a pass serves them (groups.serving_places), which
-    are the positions."""
+    are the positions. ``reserving`` tells why a request holding a reservation (R-49) waits."""
+    judged, by_pool = _judge_groups(ordered, ledger, enabled)
+    waiting: dict[int, Waiting] = {}
+    for group in ordered:
+        members, group_places = group.waiting, places[id(group)]
+        reason, message = judged[id(group)]
+        queue = group.pools[0]
+        reserves = members[0].id in ledger.holds  # R-49: reserving members come first in a group
+        if (group.holder is not None or group.preempted or reserves) and \
+                not ledger.holds.keys().isdisjoint(map(_ID, members)):
+            for place, request in zip(group_places, members):
+                hold = ledger.holds.get(request.id)
+                if hold is None:
+                    waiting[request.id] = Waiting(reason, message, place, queue)
+                elif enabled and hold.reserving:  # R-49: it waits where room is held for it
+                    waiting[request.id] = Waiting(Reason.RESERVING_CAPACITY, reserving(request), place, hold.pool)
+                elif enabled:  # R-45: it waits where its capacity is held, and is counted there
+                    waiting[request.id] = Waiting(*_preemptor_reason(request.id, group, by_pool[id(group)],
+                                                                     ledger, victims_of), place, hold.pool)
+                else:
+                    waiting[request.id] = Waiting(reason, message, place, hold.pool)
+        else:
+            # One entry per pending request, 10^5 of them: built without a Python-level call each.
+            waiting.update(zip(map(_ID, members), map(_WAITING, zip(
+                repeat(reason), repeat(message), group_places, repeat(queue)))))
+    return waiting
+
+
+def _judge_groups(ordered: Sequence[QueueGroup], ledger: Ledger, enabled: bool,
+                  ) -> tuple[dict[int, tuple[Reason, str]], dict[int, list[PoolReason]]]:
+    """Each group's reason and sentence, and its reasons per pool, by ``id(group)``."""
     by_pool: dict[int, list[PoolReason]] = {}
     first_waiter: dict[str, FirstWaiter] = {}  # pool → the first request short of room there
     if enabled:
@@ -67,26 +97,7 @@ def explain_waiting(
                     first_waiter[pool] = FirstWaiter(group.priority, head, group.policy)
     judged = {id(group): _overall(_behind_higher_priority(group, by_pool[id(group)], first_waiter))
               if enabled else (Reason.MANAGEMENT_DISABLED, DISABLED) for group in ordered}
-    waiting: dict[int, Waiting] = {}
-    for group in ordered:
-        members, group_places = group.waiting, places[id(group)]
-        reason, message = judged[id(group)]
-        queue = group.pools[0]
-        if (group.holder is not None or group.preempted) and not ledger.holds.keys().isdisjoint(map(_ID, members)):
-            for place, request in zip(group_places, members):
-                hold = ledger.holds.get(request.id)
-                if hold is None:
-                    waiting[request.id] = Waiting(reason, message, place, queue)
-                elif enabled:  # R-45: it waits where its capacity is held, and is counted there
-                    waiting[request.id] = Waiting(*_preemptor_reason(request.id, group, by_pool[id(group)],
-                                                                     ledger, victims_of), place, hold.pool)
-                else:
-                    waiting[request.id] = Waiting(reason, message, place, hold.pool)
-        else:
-            # One entry per pending request, 10^5 of them: built without a Python-level call each.
-            waiting.update(zip(map(_ID, members), map(_WAITING, zip(
-                repeat(reason), repeat(message), group_places, repeat(queue)))))
-    return waiting
+    return judged, by_pool
 
 
 _ID = attrgetter("id")
@@ -190,12 +201,14 @@ def _room(terms: PoolTerms, resources: Vector, ledger: Ledger) -> PoolReason:
 
 
 def _room_reason(pool: str, keys: Mapping[str, KeyTerms], ledger: Ledger, short: dict[str, int]) -> PoolReason:
-    used, held_here = ledger.pool_used[pool], ledger.held.get(pool, {})
+    used, held_here, reserved_here = ledger.pool_used[pool], ledger.held.get(pool, {}), ledger.reserved.get(pool, {})
     parts, held_only = [], True
     for key, lack in sorted(short.items()):
-        held = held_here.get(key, 0)
+        held, reserved = held_here.get(key, 0), reserved_here.get(key, 0)
         in_use = used.get(key, 0)
-        held_note = f", {quantity_text(held)} held for preemptors" if held else ""
+        held_note = f", {quantity_text(held - reserved)} held for preemptors" if held > reserved else ""
+        if reserved:  # R-49
+            held_note += f", {quantity_text(reserved)} held for requests past their policy's max wait"
         parts.append(f"{quantity_text(lack)} {key} ({quantity_text(in_use)} of {quantity_text(keys[key].capacity)} "
                      f"in use{held_note})")
         held_only = held_only and lack <= held

@@ -49,6 +49,7 @@ class Hold(NamedTuple):
     resources: Vector  # the preemptor's demand
     preemptible: bool
     room: Usage  # what it takes of the pool for others: demand beyond its victims' holdings
+    reserving: bool = False  # R-49: held for a request past its policy's max wait, not for a preemptor
 
 
 class Ledger:
@@ -66,6 +67,9 @@ class Ledger:
         self.nonpreemptible_used: defaultdict[tuple[str, str], Usage] = defaultdict(dict)
         self.held: defaultdict[str, Usage] = defaultdict(dict)  # pool → room held for preemptors
         self.holds: dict[int, Hold] = {}  # preemptor id → its hold
+        # R-49: pool → the room held for overdue requests (part of ``held``), and who holds it, senior first
+        self.reserved: defaultdict[str, Usage] = defaultdict(dict)
+        self.reserving: defaultdict[str, list[int]] = defaultdict(list)
 
     @classmethod
     def of_live(cls, requests: Iterable[Request], config: Config | None = None) -> Ledger:
@@ -103,12 +107,80 @@ class Ledger:
         room = {key: amount - victims.get(key, 0) for key, amount in resources.items() if amount > victims.get(key, 0)}
         self._take(Hold(pool, policy, resources, preemptible, room), request_id)
 
+    def reserve(self, request_id: int, policy: str, terms: PoolTerms, resources: Vector, preemptible: bool) -> None:
+        """R-49: hold for an overdue request what is free on the pool of its demand, after the
+        requests reserving there before it. Counted like a preemptor's hold (R-45)."""
+        used, held = self.pool_used[terms.pool], self.held.get(terms.pool) or {}
+        taken: Usage = {}
+        for key, amount in resources.items():
+            key_terms = terms.keys.get(key)
+            if key_terms is not None:
+                free = key_terms.capacity - used.get(key, 0) - held.get(key, 0)
+                if free > 0:
+                    taken[key] = min(amount, free)
+        self._take(Hold(terms.pool, policy, resources, preemptible, taken, reserving=True), request_id)
+        self.reserving[terms.pool].append(request_id)
+
+    def clear_reservations(self) -> None:
+        """R-49: give back every overdue request's hold, to be decided again."""
+        for pool, holders in self.reserving.items():
+            for request_id in holders:
+                self._give_back(request_id)
+            holders.clear()
+
+    def yield_reserved(self, terms: PoolTerms) -> None:
+        """R-49: a run granted into room held for overdue requests (a backfill) takes it from the
+        most junior of them first, so the room held is again what is free."""
+        pool = terms.pool
+        used, held = self.pool_used[pool], self.held[pool]
+        over = {}
+        for key, key_terms in terms.keys.items():
+            excess = used.get(key, 0) + held.get(key, 0) - key_terms.capacity
+            if excess > 0:
+                over[key] = excess
+        for request_id in reversed(self.reserving[pool]):
+            if not over:
+                return
+            hold = self._give_back(request_id)
+            room = dict(hold.room)
+            for key in list(over):
+                taken = min(over[key], room.get(key, 0))
+                room[key] = room.get(key, 0) - taken
+                over[key] -= taken
+                if not over[key]:
+                    del over[key]
+            self._take(hold._replace(room={k: v for k, v in room.items() if v}), request_id)
+
+    @contextmanager
+    def reservations_aside(self, pool: str) -> Iterator[None]:
+        """R-49: the room held for overdue requests on ``pool`` counted as free: for a run that ends
+        before they can start (backfill), and for a preemptor, whom it never makes short."""
+        reserved, held = self.reserved.get(pool), self.held.get(pool)
+        if not reserved or held is None:
+            yield
+            return
+        for key, amount in reserved.items():
+            held[key] -= amount
+        try:
+            yield
+        finally:
+            for key, amount in reserved.items():
+                held[key] += amount
+
+    def fits_as_backfill(self, terms: PoolTerms, resources: Vector, preemptible: bool) -> bool:
+        """R-49: whether the request would fit if the room held for overdue requests were free."""
+        with self.reservations_aside(terms.pool):
+            return self.fits(terms, resources, preemptible)
+
     def release_hold(self, request_id: int) -> str | None:
         """The hold ends when its preemptor is granted (R-45); returns the pool it was on."""
         found = self.holds.get(request_id)
-        if found is not None:
-            self._give_back(request_id)
-        return found.pool if found else None
+        if found is None:
+            return None
+        self._give_back(request_id)
+        if found.reserving:
+            self.reserving[found.pool].remove(request_id)
+        return found.pool
 
     def _take(self, hold: Hold, request_id: int) -> None:
         self.holds[request_id] = hold
@@ -116,6 +188,10 @@ class Ledger:
         held = self.held[hold.pool]
         for key, amount in hold.room.items():
             held[key] = held.get(key, 0) + amount
+        if hold.reserving:
+            reserved = self.reserved[hold.pool]
+            for key, amount in hold.room.items():
+                reserved[key] = reserved.get(key, 0) + amount
 
     def _give_back(self, request_id: int) -> Hold:
         hold = self.holds.pop(request_id)
@@ -123,6 +199,10 @@ class Ledger:
         held = self.held[hold.pool]
         for key, amount in hold.room.items():
             held[key] -= amount
+        if hold.reserving:
+            reserved = self.reserved[hold.pool]
+            for key, amount in hold.room.items():
+                reserved[key] -= amount
         return hold
 
     @contextmanager

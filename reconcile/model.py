@@ -130,6 +130,8 @@ class Policy(Labelled):
     max_runtime_seconds: int | None = None
     require_max_runtime: bool = False
     on_time_limit: str = "end"
+    # R-49: a request waiting longer than this reserves capacity on its first pool; None: never
+    max_wait_seconds: int | None = None
 
     def run_limit(self, declared: int | None) -> int | None:
         """R-52: how long a request of this policy that declared ``declared`` may run; None: no limit."""

@@ -59,7 +59,8 @@ class Plan:
     warnings: tuple[Decision, ...] = ()  # allocated requests whose run limit is near; they stay allocated
     waiting: dict[int, Waiting] = field(default_factory=dict)
     # When a pass should run even if nothing else happens: the earliest moment protected victims
-    # that a waiting request waits for become victims. None: no such moment.
+    # that a waiting request waits for become victims, or a waiting request becomes
+    # overdue and reserves. None: no such moment.
     wake_at: datetime | None = None
 
     def decisions(self) -> Iterator[Decision]:

@@ -39,6 +39,7 @@ from .preemption import Preemption
 from .quantity import sum_resources
 from .quota import Ineligible, TermsCache, judge_queue, terms_for
 from .reasons import Reason
+from .reservations import Reservations
 from .transition import applied
 
 
@@ -71,8 +72,9 @@ def _decided(snapshot: Snapshot, terms: TermsCache) -> tuple[Plan, frozenset[tup
 def _reclaimed_grants(decided: Plan, owed: set[int]) -> frozenset[tuple[int, str]]:
     """(request, pool) of each grant of ``decided`` that its own preemption reclaims (R-47).
 
-    Not a preemptor's grant of the capacity held for it (``owed``): barred, it would keep its hold,
-    and the next pass, with nobody to reclaim it, would grant it. Such a grant is reclaimed only
+    Not a preemptor's grant of the capacity held for it, nor an overdue request's of what it
+    reserved (``owed``, R-45, R-49): barred, it would keep its hold, and the next pass, with nobody
+    to reclaim it, would grant it. Such a grant is reclaimed only
     where a policy reserves what one of a higher priority preempts it for: the two rules of R-41
     then take the capacity from each other in turn, as they did before R-47."""
     reclaimed = {d.request_id: d.pool for d in decided.preemptions if d.reason is Reason.RECLAIMED}
@@ -106,7 +108,8 @@ class _Pass:
                                 self.barred)
         if enabled:
             preemption.run(ordered)
-        waiting = explain_waiting(ordered, serving_places(ordered), self.ledger, self.victims_of, enabled)
+        waiting = explain_waiting(ordered, serving_places(ordered), self.ledger, self.victims_of, enabled,
+                                  self.reservations.message)
         for request_id, wait in preemption.waits.items():  # R-48: it waits only for protected victims
             waiting[request_id] = waiting[request_id]._replace(
                 reason=Reason.WAITING_FOR_PROTECTED_VICTIMS, message=wait.message)
@@ -116,7 +119,7 @@ class _Pass:
             self.now, tuple(self.expiries), tuple(self.evictions), tuple(self.cancellations),
             tuple(self.rejections), tuple(self.grants), tuple(preemption.decisions),
             (*self.released_holds, *preemption.holds), warnings=tuple(self.warnings), waiting=waiting,
-            wake_at=preemption.wake_at,
+            wake_at=min(filter(None, (preemption.wake_at, self.reservations.due)), default=None),
         )
 
     def _grant(self, enabled: bool) -> list[QueueGroup]:
@@ -124,11 +127,23 @@ class _Pass:
         nothing while management is off)."""
         self.live, pending = self._end_leases_and_graces()
         self.ledger = Ledger.of_live(self.live, self.config)
+        self.reservations = Reservations(self.config, self.ledger, self.now)  # R-49
         groups = self._queue(pending)
         if enabled:
             while self._grant_round(groups):
                 pass
+            self._backfill(groups)
         return groups
+
+    def _backfill(self, groups: list[QueueGroup]) -> None:
+        """R-49: once what fits is granted, runs that end before the reservations they would delay
+        can start are granted into the room held for them, each moved ahead in its group."""
+        if not self.ledger.holds or not self.reservations.estimate(self.live):
+            return
+        for group, index, pool_index in self.reservations.backfills(service_order(groups, self.ledger), self.barred):
+            group.members.insert(group.next, group.members.pop(index))
+            group.cursor = pool_index
+            self._grant_head(group)
 
     def _placed_as_served(self, waiting: dict[int, Waiting]) -> dict[int, Waiting]:
         """While management is off, positions still tell the order the next pass will serve (R-32):
@@ -257,6 +272,8 @@ class _Pass:
     def _grant_round(self, groups: list[QueueGroup]) -> bool:
         """Grant until nothing fits. True when a preemptor was granted away from its hold: capacity
         then grew where others had stopped looking, so the caller runs another round."""
+        if self.reservations.waits:
+            self.reservations.take(groups)  # R-49: decided again from what is free now
         heap: list = []
         self.watchers: defaultdict[tuple[str, str], set[QueueGroup]] = defaultdict(set)
         for group in groups:
@@ -286,11 +303,14 @@ class _Pass:
             return None
         fits, in_share = self.ledger.fits, self.ledger.in_share
         head, barred = group.members[group.next], self.barred
+        holder = group.holder
+        if holder is None and head.id in self.ledger.holds:
+            holder = head.id  # R-49: it reserves; its own hold is not in its way
         for i in range(group.cursor, len(group.pools)):
             terms = group.terms[i]
             if barred and (head.id, group.pools[i]) in barred:
                 continue  # R-47; the identical members after it would be reclaimed alike
-            if fits(terms, group.resources, group.preemptible, group.holder):
+            if fits(terms, group.resources, group.preemptible, holder):
                 group.cursor = i
                 return service_key(group.priority, in_share(terms, group.resources), group.execution[i],
                                    group.rank, head.submitted_at, head.id)
@@ -340,15 +360,17 @@ class _Pass:
         request = group.members[group.next]
         group.next += 1
         pool, order = group.pools[group.cursor], len(self.grants)  # R-47: the grants' order
+        held_on = self.ledger.release_hold(request.id)  # R-45, R-49: the hold ends when it is granted
         self.ledger.charge(request.policy, pool, request.resources, request.preemptible)
+        if self.ledger.reserving.get(pool):
+            self.ledger.yield_reserved(group.terms[group.cursor])  # R-49: a backfill takes the held room
         limit = self.config.policy[request.policy].run_limit(request.max_runtime_seconds)  # R-52
         ends = None if limit is None else self.now + timedelta(seconds=limit)
         self.grants.append(_decision(request, State.ALLOCATED, Reason.GRANTED, f"granted on pool {pool}", pool=pool,
                                      grant_order=order, time_limit_at=ends))
         self.live.append(Allocation(request.id, request.policy, pool, request.resources, request.preemptible, self.now,
-                                    order))
-        held_on = self.ledger.release_hold(request.id)  # R-45: the hold ends when H is granted
-        if held_on == pool:  # R-47: granted what was held for it; never barred (see _reclaimed_grants)
+                                    order, time_limit_at=ends))
+        if held_on == pool:  # R-47: granted what was held for it (R-45, R-49); never barred
             self.owed.add(request.id)
         return pool, held_on is not None and held_on != pool
 

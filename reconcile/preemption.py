@@ -187,7 +187,8 @@ class Preemption:
             # Only pool room may be cured by evicting others; own limit and reservation never are.
             if ledger.over_limit(terms, resources) or ledger.over_reserved(terms, resources, group.preemptible):
                 continue
-            short = ledger.room_short(terms, resources, preemptor.id)
+            with ledger.reservations_aside(pool):  # room held for overdue requests makes nobody short
+                short = ledger.room_short(terms, resources, preemptor.id)
             if not short:
                 continue
             candidates = self._candidates(pool, group, short, in_share)

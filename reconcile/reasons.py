@@ -18,6 +18,7 @@ class Reason(enum.StrEnum):
     WAITING_FOR_RESERVATION = "WaitingForReservation"
     WAITING_FOR_PREEMPTION = "WaitingForPreemption"
     WAITING_FOR_PROTECTED_VICTIMS = "WaitingForProtectedVictims"
+    RESERVING_CAPACITY = "ReservingCapacity"
     BLOCKED_BY_HIGHER_PRIORITY = "BlockedByHigherPriority"
     WAITING_FOR_CAPACITY = "WaitingForCapacity"
     # Why a request can never run.
@@ -52,6 +53,7 @@ _SEVERITY = (
     Reason.WAITING_FOR_QUOTA,
     Reason.WAITING_FOR_PREEMPTION,
     Reason.WAITING_FOR_PROTECTED_VICTIMS,
+    Reason.RESERVING_CAPACITY,
     Reason.BLOCKED_BY_HIGHER_PRIORITY,
     Reason.WAITING_FOR_CAPACITY,
 )

@@ -89,6 +89,7 @@ class Policy(models.Model):
     max_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)  # R-52; null: no cap
     require_max_runtime = models.BooleanField(default=False)
     on_time_limit = models.CharField(max_length=16, default="end")  # "end" or "requeue"
+    max_wait_seconds = models.PositiveIntegerField(null=True, blank=True)  # R-49; null: never reserves
     budget = models.JSONField(null=True, blank=True)  # the document's budget object; null: none
 
     class Meta:

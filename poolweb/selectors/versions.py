@@ -205,7 +205,8 @@ def config_from_rows(version: ConfigVersion) -> Config:
     policies = tuple(Policy(p.name, p.priority, tuple(quotas[p.id]), p.group_name, p.description, p.display_name,
                             None if p.budget is None else budget_of(p.budget),
                             min_runtime_seconds=p.min_runtime_seconds, max_runtime_seconds=p.max_runtime_seconds,
-                            require_max_runtime=p.require_max_runtime, on_time_limit=p.on_time_limit)
+                            require_max_runtime=p.require_max_runtime, on_time_limit=p.on_time_limit,
+                            max_wait_seconds=p.max_wait_seconds)
                      for p in PolicyRow.objects.filter(version=version).order_by("id"))
     return Config(pools, profiles, policies)
 

@@ -235,7 +235,8 @@ def _write_rows(version: ConfigVersion, config: Config) -> None:
                    group_name=p.group, priority=p.priority,
                    budget=None if p.budget is None else json_ready(budget_document(p.budget)),
                    min_runtime_seconds=p.min_runtime_seconds, max_runtime_seconds=p.max_runtime_seconds,
-                   require_max_runtime=p.require_max_runtime, on_time_limit=p.on_time_limit)
+                   require_max_runtime=p.require_max_runtime, on_time_limit=p.on_time_limit,
+                   max_wait_seconds=p.max_wait_seconds)
          for p in config.policies])}
     Connection.objects.bulk_create([
         Connection(profile=profiles[p.name], pool=pools[pool], name=_connection_name(p.connection_names, j, pool),

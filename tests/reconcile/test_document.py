@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from reconcile import Config, Policy, Pool, Profile, Quota, Vector
 from reconcile.document import parse_document, read_document
+from reconcile.diff import diff
 from reconcile.document_writer import to_document
 
 ERROR_CODES = {
@@ -248,6 +249,10 @@ CASES = [
          [("policies[0].min_runtime_seconds", "invalid_type")]),
     Case("a min_runtime_seconds of 0 is out of range", document(with_field(OK_POLICY, min_runtime_seconds=0)),
          [("policies[0].min_runtime_seconds", "out_of_range")]),
+    Case("a max_wait_seconds of 0 is out of range", document(with_field(OK_POLICY, max_wait_seconds=0)),
+         [("policies[0].max_wait_seconds", "out_of_range")]),
+    Case("a max_wait_seconds as true is refused", document(with_field(OK_POLICY, max_wait_seconds=True)),
+         [("policies[0].max_wait_seconds", "invalid_type")]),
     Case("a min_runtime_seconds beyond 366 days is out of range",
          document(with_field(OK_POLICY, min_runtime_seconds=366 * 86400 + 1)),
          [("policies[0].min_runtime_seconds", "out_of_range")]),
@@ -743,6 +748,16 @@ def test_a_policys_min_runtime_seconds_is_read_and_written_back_and_absent_or_nu
         config = parse_document(doc).config
         assert config.policies[0].min_runtime_seconds is None
         assert "min_runtime_seconds" not in to_document(config)["policies"][0]
+
+
+def test_r49_a_policys_max_wait_seconds_is_read_and_written_back_and_absent_means_none():
+    stated = parse_document(document(with_field(OK_POLICY, max_wait_seconds=3600))).config
+    assert stated.policies[0].max_wait_seconds == 3600
+    assert parse_document(_through_json(to_document(stated))).config == stated
+    default = parse_document(document(OK_POLICY)).config
+    assert default.policies[0].max_wait_seconds is None
+    assert "max_wait_seconds" not in to_document(default)["policies"][0]
+    assert [field.field for change in diff(default, stated) for field in change.fields] == ["max_wait_seconds"]
 
 
 def test_a_policys_run_limit_terms_are_read_and_written_back_and_their_defaults_left_out():

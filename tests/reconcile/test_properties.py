@@ -260,7 +260,7 @@ def _say(line: str) -> None:
 
 def _story(config: Config) -> None:
     _say(f"pools: {[(p.name, str(p.capacity), p.execution_order) for p in config.pools]}")
-    _say(f"policies: {[(p.name, p.priority, p.quotas, p.min_runtime_seconds, p.max_runtime_seconds, p.on_time_limit) for p in config.policies]}")
+    _say(f"policies: {[(p.name, p.priority, p.quotas, p.min_runtime_seconds, p.max_runtime_seconds, p.on_time_limit, p.max_wait_seconds) for p in config.policies]}")
     _say(f"profiles: {[(p.name, str(p.resources), p.dynamic, p.pools, p.policies) for p in config.profiles]}")
 
 
@@ -432,25 +432,27 @@ def test_r47_no_pass_grants_what_a_waiting_request_reclaims_at_once(config: Conf
 
 
 _PROTECTION = st.sampled_from((None, None, 10, 60, 600))
+_MAX_WAIT = st.sampled_from((None, None, 0, 30, 120))
 _RUN_LIMIT = st.sampled_from(((None, "end"), (None, "end"), (30, "end"), (60, "requeue"), (600, "end"),
                               (45, "requeue")))
 
 
 @st.composite
 def timed_configs(draw) -> Config:
-    """``configs``, some policies protecting their running requests for a while (R-48) and
-    capping how long they run, ending or re-queuing them at the cap (R-52, R-53)."""
+    """``configs``, some policies protecting their running requests for a while (R-48), capping
+    how long they run, ending or re-queuing them at the cap (R-52, R-53), and reserving capacity
+    for requests that waited too long (R-49)."""
     config = draw(configs())
     policies = []
     for p in config.policies:
         cap, at_limit = draw(_RUN_LIMIT)
         policies.append(replace(p, min_runtime_seconds=draw(_PROTECTION), max_runtime_seconds=cap,
-                                on_time_limit=at_limit))
+                                on_time_limit=at_limit, max_wait_seconds=draw(_MAX_WAIT)))
     return replace(config, policies=tuple(policies))
 
 
 @given(config=timed_configs(), actions=ACTIONS, grace=GRACE)
-def test_r48_r52_with_the_time_rules_every_step_keeps_the_invariants(config: Config, actions: list[tuple],
+def test_r48_r49_r52_with_the_time_rules_every_step_keeps_the_invariants(config: Config, actions: list[tuple],
                                                                      grace: timedelta):
     """I-1…I-8 as above; I-7 includes R-48: no victim has run less than its policy's min_runtime_seconds."""
     reworded, _ = _walk(config, actions, grace)

@@ -354,6 +354,33 @@ def limited_runs(on_time_limit: str):
 # R-47: a reserves the pool, b reserves nothing; b runs 1 gpu, a asks 2 while b asks 1 more.
 RESERVED = config(pool("p", gpu=2), policy("a", "p:gpu 2/"), policy("b"), profile("job", "p", ("a", "b"), dynamic=True))
 
+
+
+def big_behind_small(**big_rules) -> Config:
+    """Pool p {gpu: 4}; small runs of 2 gpu, at most 50 s each, overlap, so 4 gpu are never free at
+    once; a big job of 4 gpu waits behind them."""
+    return config(pool("p", gpu=4), policy("big", **big_rules), policy("small", max_runtime_seconds=50),
+                  profile("job", "p", ("big", "small"), dynamic=True))
+
+
+def small_stream(at_111: dict[int, str], at_121: dict[int, str]) -> tuple[Step, ...]:
+    return (
+        step(submit(1, "small", "job", gpu=2), expect={1: "allocated on p"}),  # 10 s → 60 s
+        step(submit(2, "small", "job", gpu=2), submit(3, "big", "job", gpu=4), submit(4, "small", "job", gpu=2),
+             submit(5, "small", "job", gpu=2),  # 2: 20 s → 70 s
+             expect={1: "allocated on p", 2: "allocated on p", 3: "pending WaitingForCapacity #1",
+                     4: "pending WaitingForCapacity #2", 5: "pending WaitingForCapacity #3"}),
+        step(wait(31),  # 61 s: 1 ended; the 2 free gpu go to 4 (→ 111 s), big waited only 41 s
+             expect={1: "expired TimeLimit", 2: "allocated on p", 3: "pending WaitingForCapacity #1",
+                     4: "allocated on p", 5: "pending WaitingForCapacity #2"}),
+        step(submit(6, "small", "job", gpu=2),  # 71 s: 2 ended; 5 runs to 121 s
+             expect={1: "expired TimeLimit", 2: "expired TimeLimit", 3: "pending WaitingForCapacity #1",
+                     4: "allocated on p", 5: "allocated on p", 6: "pending WaitingForCapacity #2"}),
+        step(wait(30), expect=at_111),  # 111 s: 4 ended; big has waited 91 s
+        step(expect=at_121),  # 121 s: 5 ended
+    )
+
+
 TIME_RULES = [
     Story("a fresh job is not preempted inside its protection, and is once it has run that long", ("R-48", "R-44"),
           PROTECTED, (
@@ -385,6 +412,18 @@ TIME_RULES = [
                      3: "pending BlockedByHigherPriority #2"}),
         step(wait(30), expect={1: "preempted Reclaimed", 2: "allocated on p", 3: "pending WaitingForCapacity #1"}),
     )),
+    Story("without a max wait a big job starves behind a stream of small ones", ("R-32",), big_behind_small(),
+          small_stream(
+              at_111={1: "expired TimeLimit", 2: "expired TimeLimit", 3: "pending WaitingForCapacity #1",
+                      4: "expired TimeLimit", 5: "allocated on p", 6: "allocated on p"},
+              at_121={1: "expired TimeLimit", 2: "expired TimeLimit", 3: "pending WaitingForCapacity #1",
+                      4: "expired TimeLimit", 5: "expired TimeLimit", 6: "allocated on p"})),
+    Story("past its max wait the big job reserves what frees and starts within max wait + run limit",
+          ("R-49",), big_behind_small(max_wait_seconds=60), small_stream(
+              at_111={1: "expired TimeLimit", 2: "expired TimeLimit", 3: "pending ReservingCapacity #1",
+                      4: "expired TimeLimit", 5: "allocated on p", 6: "pending BlockedByHigherPriority #2"},
+              at_121={1: "expired TimeLimit", 2: "expired TimeLimit", 3: "allocated on p",
+                      4: "expired TimeLimit", 5: "expired TimeLimit", 6: "pending WaitingForCapacity #1"})),
 ]
 
 

@@ -199,6 +199,7 @@ export async function policyDialog(entry, pools) {
   form.elements.priority.value = entry?.priority ?? "";
   form.elements.min_runtime_seconds.value = entry?.min_runtime_seconds ?? "";
   form.elements.max_runtime_seconds.value = entry?.max_runtime_seconds ?? "";
+  form.elements.max_wait_seconds.value = entry?.max_wait_seconds ?? "";
   form.elements.on_time_limit.value = entry?.on_time_limit ?? "end";
   form.elements.require_max_runtime.checked = entry?.require_max_runtime === true;
   const body = form.querySelector("[data-quotas]");
@@ -224,6 +225,7 @@ export async function policyDialog(entry, pools) {
                         group: form.elements.group.value.trim(), priority: typed(form.elements.priority.value),
                         min_runtime_seconds: typed(form.elements.min_runtime_seconds.value),
                         max_runtime_seconds: typed(form.elements.max_runtime_seconds.value),
+                        max_wait_seconds: typed(form.elements.max_wait_seconds.value),
                         // The defaults are left out, as the server writes them.
                         on_time_limit: form.elements.on_time_limit.value === "end" ? undefined : form.elements.on_time_limit.value,
                         require_max_runtime: form.elements.require_max_runtime.checked || undefined, quotas,

@@ -321,6 +321,34 @@ def test_a_pass_stores_the_order_of_its_grants_which_the_next_pass_reads(provisi
     assert {r.id: r.grant_order for r in load_snapshot(timezone.now()).requests} == stored
 
 
+def test_r49_an_overdue_request_reserves_what_frees_and_a_run_ending_before_it_starts_backfills(
+        db, alice, bob, passes_by_worker):
+    starving = {"pools": [{"name": "p", "capacity": {"gpu": 2}}],
+                "profiles": [{"name": "one", "resources": {"gpu": 1}, "dynamic": True, "connections": [{"pool": "p"}],
+                              "policies": ["big", "small"]}],
+                "policies": [{"name": "big", "group": "dev", "max_wait_seconds": 60}, {"name": "small", "group": "dev"}]}
+    config_services.config_provision_document(document=starving, author=alice, comment="R-49")
+    now = timezone.now()
+    running = RequestRow.objects.create(policy="small", profile="one", owner=bob, resources={"gpu": 1000, "step_run": 1000},
+                                        state="allocated", pool="p", reason="Granted")
+    RequestRow.objects.filter(pk=running.pk).update(allocated_at=now, lease_expires_at=now + dt.timedelta(hours=1),
+                                                    time_limit_at=now + dt.timedelta(seconds=900))
+    big = RequestRow.objects.create(policy="big", profile="one", owner=bob, resources={"gpu": 2000, "step_run": 1000})
+    RequestRow.objects.filter(pk=big.pk).update(submitted_at=now - dt.timedelta(seconds=120))
+    long_run, short_run = (RequestRow.objects.create(policy="small", profile="one", owner=bob, max_runtime_seconds=limit,
+                                                     resources={"gpu": 1000, "step_run": 1000}) for limit in (3600, 600))
+
+    triggers.run_wanted_pass()
+
+    states = {row.pk: (row.state, row.reason) for row in RequestRow.objects.all()}
+    assert states[big.pk] == ("pending", "ReservingCapacity")
+    assert states[long_run.pk] == ("pending", "WaitingForCapacity")  # it would end after big can start
+    assert states[short_run.pk] == ("allocated", "Granted")  # it ends before: backfill
+    big.refresh_from_db()
+    assert "it still needs 2 gpu; the run limits there free it by" in big.message
+    assert check_state(load_snapshot(timezone.now())) == []
+
+
 def test_a_request_waiting_for_protected_victims_says_until_when_and_the_worker_is_due_back_then(
         db, alice, bob, settings, passes_by_worker):
     protected = {**ONE_GPU, "policies": [{**ONE_GPU["policies"][0], "min_runtime_seconds": 600},

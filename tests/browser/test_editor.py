@@ -108,11 +108,12 @@ def test_a_policy_with_quotas_is_added_edited_and_deleted(page):
     expect_items(page.get_by_role("list", name="Policies of half"), ["research"])
 
 
-def test_a_policy_states_its_time_rules_in_the_policy_form(page):
+def test_a_policy_states_its_time_rules_in_the_policy_form(page):
     card(page, "Policy dev").get_by_role("button", name="Edit dev").click()
     form = dialog(page, "Edit policy dev")
     expect(form.get_by_role("textbox", name="Minimum run time (s)")).to_have_value("")
     form.get_by_role("textbox", name="Minimum run time (s)").fill("600")
+    form.get_by_role("textbox", name="Maximum wait (s)").fill("7200")
     form.get_by_role("textbox", name="Run limit (s)").fill("3600")
     form.get_by_role("combobox", name="At the limit").select_option(label="Queue it again")
     form.get_by_role("checkbox", name="Requests must state a limit").check()
@@ -120,14 +121,16 @@ def test_a_policy_states_its_time_rules_in_the_policy_form(page):  # R-48
     save(page)
     expect(page.locator("#draft-state")).to_have_text("Draft saved")
     dev = saved_draft()["policies"][1]
-    assert (dev["min_runtime_seconds"], dev["max_runtime_seconds"], dev["on_time_limit"], dev["require_max_runtime"]) \
-        == (600, 3600, "requeue", True)
+    assert (dev["min_runtime_seconds"], dev["max_wait_seconds"], dev["max_runtime_seconds"], dev["on_time_limit"],
+            dev["require_max_runtime"]) == (600, 7200, 3600, "requeue", True)
 
     card(page, "Policy dev").get_by_role("button", name="Edit dev").click()
     form = dialog(page, "Edit policy dev")
     expect(form.get_by_role("textbox", name="Minimum run time (s)")).to_have_value("600")
     expect(form.get_by_role("combobox", name="At the limit")).to_have_value("requeue")
+    expect(form.get_by_role("textbox", name="Maximum wait (s)")).to_have_value("7200")
     form.get_by_role("textbox", name="Minimum run time (s)").fill("")
+    form.get_by_role("textbox", name="Maximum wait (s)").fill("")
     form.get_by_role("textbox", name="Run limit (s)").fill("")
     form.get_by_role("combobox", name="At the limit").select_option(label="End the request")
     form.get_by_role("checkbox", name="Requests must state a limit").uncheck()
@@ -135,8 +138,8 @@ def test_a_policy_states_its_time_rules_in_the_policy_form(page):  # R-48
     expect(page.locator("#draft-state")).to_have_text("Unsaved changes")
     save(page)
     expect(page.locator("#draft-state")).to_have_text("Draft saved")
-    assert not {"min_runtime_seconds", "max_runtime_seconds", "on_time_limit", "require_max_runtime"} \
-        & saved_draft()["policies"][1].keys()
+    assert not {"min_runtime_seconds", "max_wait_seconds", "max_runtime_seconds", "on_time_limit",
+                "require_max_runtime"} & saved_draft()["policies"][1].keys()
 
 
 def test_each_order_is_changed_by_keyboard(page):

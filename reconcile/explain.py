@@ -91,13 +91,23 @@ def _judge_groups(ordered: Sequence[QueueGroup], ledger: Ledger, enabled: bool,
         rooms: dict[tuple, PoolReason] = {}  # see _pool_reasons
         for group in ordered:
             reasons = by_pool[id(group)] = _group_reasons(group, ledger, rooms)
-            head = group.members[group.next]
-            for pool in _short_of_room(group, head, reasons, ledger):
-                if pool not in first_waiter:
-                    first_waiter[pool] = FirstWaiter(group.priority, head, group.policy)
+            for head in _first_waiters(group, ledger):
+                for pool in _short_of_room(group, head, reasons, ledger):
+                    if pool not in first_waiter:
+                        first_waiter[pool] = FirstWaiter(group.priority, head, group.policy)
     judged = {id(group): _overall(_behind_higher_priority(group, by_pool[id(group)], first_waiter))
               if enabled else (Reason.MANAGEMENT_DISABLED, DISABLED) for group in ordered}
     return judged, by_pool
+
+
+def _first_waiters(group: QueueGroup, ledger: Ledger) -> list[Request]:
+    """The members whose view of the pools decides who waits first there: the head, and each
+    member that chose victims in this pass — the next pass judges each of those as a group of its
+    own, seeing its own hold aside (I-8)."""
+    head = group.members[group.next]
+    if not group.preempted or group.holder is not None:
+        return [head]
+    return [head, *(m for m in group.members[group.next + 1:] if m.id in ledger.holds)]
 
 
 _ID = attrgetter("id")

@@ -459,9 +459,7 @@ def test_r48_r49_r52_with_the_time_rules_every_step_keeps_the_invariants(config:
     assert not reworded, "I-8: " + "\n".join(reworded)
 
 
-@pytest.mark.xfail(strict=True, reason="I-8: open, found at stop 28 by the property above; the engine before "
-                   "issue 23 does the same (checked at d998da6)")
-def test_a_second_pass_keeps_the_reason_of_a_request_behind_two_preemptors():  # I-8
+def test_a_second_pass_keeps_the_reason_of_a_request_behind_two_preemptors():  # I-8; found at stop 28 above
     """Requests 4 and 5 (cv, priority 5) preempt 3 on mig and 1 on h100; request 6 (cv) waits.
     The first pass tells 6 WaitingForCapacity; a second pass on the same state,
     BlockedByHigherPriority."""

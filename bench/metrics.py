@@ -11,7 +11,7 @@ PostgreSQL, each in a child process with a throwaway database (bench/runtime.py'
   pass with the totals left out. Each timed pass is rolled back and repeated.
 - ``pass_beside_scrapes_ms``: the same pass (totals written) while another process scrapes
   ``/metrics`` without pause — a web process answering Prometheus, at its worst (a real one asks
-  every 15 s) — beside ``pass_alone_ms``, the same pass alone, alternately (bench/beside.py: also
+  every 15 s) — beside ``pass_alone_scrapes_ms``, the same pass alone, alternately (bench/beside.py: also
   the pass's CPU time, the load average and the scraper's CPU share).
 Merges figures into the "metrics" section of results.json.
 """
@@ -24,6 +24,7 @@ import sys
 import time
 from dataclasses import replace
 
+from bench.beside import print_beside
 from bench.engine import A
 from bench.results import merge_section, sized
 from bench.runtime import figures_on_both
@@ -42,11 +43,13 @@ ROWS = (  # key, label, target
     ("pass_totals_ms_sqlite", "first pass after 10k, with totals (ms)", None),
     ("pass_no_totals_ms_sqlite", "  baseline: without totals (ms)", None),
     ("pass_beside_scrapes_ms_sqlite", "the pass while another process scrapes (ms)", None),
-    ("pass_alone_ms_sqlite", "  baseline: the same pass alone (ms)", None),
+    ("pass_alone_scrapes_ms_sqlite", "  baseline: the same pass alone (ms)", None),
     ("pass_beside_scrapes_cpu_ms_sqlite", "  its CPU time beside (ms)", None),
-    ("pass_alone_cpu_ms_sqlite", "  baseline: its CPU time alone (ms)", None),
-    ("scraper_cpu_pct_sqlite", "  the scraper's CPU, % of the pass's wall time", None),
-    ("pass_load_sqlite", "  load average (1 min) as the passes began", None),
+    ("pass_alone_scrapes_cpu_ms_sqlite", "  baseline: its CPU time alone (ms)", None),
+    ("scrapes_cpu_pct_sqlite", "  the scraper's CPU, % of the pass's wall time", None),
+    ("others_cpu_pct_beside_scrapes_sqlite", "  the rest of the machine's CPU, % of it", None),
+    ("others_cpu_pct_alone_scrapes_sqlite", "  the same, the pass alone", None),
+    ("pass_load_scrapes_sqlite", "  load average (1 min) as the passes began", None),
     ("scrape_ms_postgres", "scrape /metrics, 10k pending, PostgreSQL (ms)", 50),
     ("scrape_cpu_ms_postgres", "  its CPU time (ms)", None),
     ("policies_ms_postgres", "  baseline: GET /policies (ms)", None),
@@ -55,11 +58,13 @@ ROWS = (  # key, label, target
     ("pass_totals_ms_postgres", "first pass after 10k, with totals (ms)", None),
     ("pass_no_totals_ms_postgres", "  baseline: without totals (ms)", None),
     ("pass_beside_scrapes_ms_postgres", "the pass while another process scrapes (ms)", None),
-    ("pass_alone_ms_postgres", "  baseline: the same pass alone (ms)", None),
+    ("pass_alone_scrapes_ms_postgres", "  baseline: the same pass alone (ms)", None),
     ("pass_beside_scrapes_cpu_ms_postgres", "  its CPU time beside (ms)", None),
-    ("pass_alone_cpu_ms_postgres", "  baseline: its CPU time alone (ms)", None),
-    ("scraper_cpu_pct_postgres", "  the scraper's CPU, % of the pass's wall time", None),
-    ("pass_load_postgres", "  load average (1 min) as the passes began", None),
+    ("pass_alone_scrapes_cpu_ms_postgres", "  baseline: its CPU time alone (ms)", None),
+    ("scrapes_cpu_pct_postgres", "  the scraper's CPU, % of the pass's wall time", None),
+    ("others_cpu_pct_beside_scrapes_postgres", "  the rest of the machine's CPU, % of it", None),
+    ("others_cpu_pct_alone_scrapes_postgres", "  the same, the pass alone", None),
+    ("pass_load_scrapes_postgres", "  load average (1 min) as the passes began", None),
 )
 
 
@@ -71,12 +76,7 @@ def main() -> None:
         shown = "-" if value is None else f"{value:.1f}"
         verdict = "-" if target is None or value is None else ("ok" if value <= target else "OVER")
         print(f"{label:<48}{shown:>10}{'' if target is None else f'<= {target}':>10}  {verdict}")
-    for db in ("sqlite", "postgres"):
-        for unit, suffix in (("wall", "ms"), ("CPU", "cpu_ms")):
-            beside, alone = figures.get(f"pass_beside_scrapes_{suffix}_{db}"), figures.get(f"pass_alone_{suffix}_{db}")
-            if beside and alone:
-                print(f"{db}: a pass beside a scraper that never pauses is {100 * (beside / alone - 1):+.1f} % "
-                      f"of one alone, {unit} (goal: <= +5 %)")
+    print_beside(figures, "scrapes", "a process scraping /metrics without pause")
     merge_section("metrics", figures, "measured_at")
 
 
@@ -158,10 +158,7 @@ def _passes_beside_scrapes() -> dict[str, float]:
     """The cold pass alone and while a scraper process runs (bench/beside.py)."""
     from bench.beside import pass_alone_and_beside
 
-    found = pass_alone_and_beside("metrics", "scrape_forever", PASS_REPEAT)
-    return {"pass_beside_scrapes_ms": found["beside_ms"], "pass_alone_ms": found["alone_ms"],
-            "pass_beside_scrapes_cpu_ms": found["beside_cpu_ms"], "pass_alone_cpu_ms": found["alone_cpu_ms"],
-            "scraper_cpu_pct": found["busy_cpu_pct"], "pass_load": found["load"]}
+    return pass_alone_and_beside("metrics", "scrape_forever", PASS_REPEAT, "scrapes")
 
 
 def scrape_forever() -> None:

@@ -41,6 +41,7 @@ import time
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
+from bench.beside import print_beside
 from bench.engine import A
 from bench.results import merge_section, sized
 from bench.runtime import figures_on_both, print_both
@@ -69,12 +70,16 @@ FIGURES = (  # key, label, target
     ("pass_beside_report_cpu_ms", "  its CPU time beside (ms)", None),
     ("pass_alone_report_cpu_ms", "  baseline: its CPU time alone (ms)", None),
     ("report_cpu_pct", "  the reporter's CPU, % of the pass's wall time", None),
+    ("others_cpu_pct_beside_report", "  the rest of the machine's CPU, % of it", None),
+    ("others_cpu_pct_alone_report", "  the same, the pass alone", None),
     ("pass_load_report", "  load average (1 min) as the passes began", None),
     ("pass_beside_sweep_ms", "a pass beside the first report's sweeps (ms)", None),
     ("pass_alone_sweep_ms", "  baseline: the same pass alone (ms)", None),
     ("pass_beside_sweep_cpu_ms", "  its CPU time beside (ms)", None),
     ("pass_alone_sweep_cpu_ms", "  baseline: its CPU time alone (ms)", None),
     ("sweep_cpu_pct", "  the sweeper's CPU, % of the pass's wall time", None),
+    ("others_cpu_pct_beside_sweep", "  the rest of the machine's CPU, % of it", None),
+    ("others_cpu_pct_alone_sweep", "  the same, the pass alone", None),
     ("pass_load_sweep", "  load average (1 min) as the passes began", None),
 )
 
@@ -82,14 +87,8 @@ FIGURES = (  # key, label, target
 def main() -> None:
     figures = figures_on_both("usage", "measure")
     print_both(FIGURES, figures, digits=0)
-    for db in ("sqlite", "postgres"):
-        for kind in REPORTERS:
-            for unit, suffix in (("wall", "ms"), ("CPU", "cpu_ms")):
-                beside = figures.get(f"pass_beside_{kind}_{suffix}_{db}")
-                alone = figures.get(f"pass_alone_{kind}_{suffix}_{db}")
-                if beside and alone:
-                    print(f"{db}: a pass beside a {kind} that never pauses is {100 * (beside / alone - 1):+.1f} % "
-                          f"of one alone, {unit} (goal: <= +5 %)")
+    print_beside(figures, "report", "a process asking for the month's report without pause")
+    print_beside(figures, "sweep", "a process sweeping the month's history without pause")
     merge_section("usage", figures, "measured_at")
 
 
@@ -219,11 +218,7 @@ def _passes_beside_reports(user) -> dict[str, float]:
     RequestRow.objects.bulk_create([_row(r, user, shift) for r in scenario.requests], batch_size=2000)
     figures: dict[str, float] = {}
     for kind in REPORTERS:
-        found = pass_alone_and_beside("usage", f"{kind}_forever", PASS_REPEAT)
-        figures.update({f"pass_beside_{kind}_ms": found["beside_ms"], f"pass_alone_{kind}_ms": found["alone_ms"],
-                        f"pass_beside_{kind}_cpu_ms": found["beside_cpu_ms"],
-                        f"pass_alone_{kind}_cpu_ms": found["alone_cpu_ms"],
-                        f"{kind}_cpu_pct": found["busy_cpu_pct"], f"pass_load_{kind}": found["load"]})
+        figures.update(pass_alone_and_beside("usage", f"{kind}_forever", PASS_REPEAT, kind))
     return figures
 
 

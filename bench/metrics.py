@@ -12,7 +12,8 @@ PostgreSQL, each in a child process with a throwaway database (bench/runtime.py'
 - ``pass_beside_scrapes_ms``: the same pass (totals written) while another process scrapes
   ``/metrics`` without pause — a web process answering Prometheus, at its worst (a real one asks
   every 15 s) — beside ``pass_alone_scrapes_ms``, the same pass alone, alternately (bench/beside.py: also
-  the pass's CPU time, the load average and the scraper's CPU share).
+  the pass's CPU time, the load average, the scraper's CPU share, the rest of the machine's, and
+  the rounds in which the rest of the machine was quiet).
 Merges figures into the "metrics" section of results.json.
 """
 
@@ -31,7 +32,7 @@ from bench.runtime import figures_on_both
 
 SCENARIO = replace(A, live=sized(1_000, 20))
 REPEAT = sized(20, 1)
-PASS_REPEAT = sized(3, 1)
+PASS_REPEAT = sized(7, 1)
 TOKEN = "bench-scrape-token-0123456789"
 
 ROWS = (  # key, label, target

@@ -23,7 +23,8 @@ A provision in the middle of the month changes half the reservations.
   the month's reports are unchanged) and the first pass after the 10,000 arrived, as the pass loop
   runs it, is timed while another process asks for the month's report (``GET /api/v1/usage`` by
   policy, days kept) without pause, beside ``pass_alone_report_ms``, the same pass alone,
-  alternately (bench/beside.py: CPU times, load average, the reporter's CPU share). A report with
+  alternately (bench/beside.py: CPU times, load average, the reporter's CPU share, the rest of
+  the machine's, and the rounds in which the rest of the machine was quiet). A report with
   its days kept reads no history: ``pass_beside_sweep_ms`` is the same beside the first report's
   sweep of the month (what ``GET /usage`` computes when no day is kept: one read of the 10^6 rows,
   then the sweep), its days not kept so that it can repeat; a pass begins as the sweep does, so it
@@ -48,7 +49,7 @@ from bench.runtime import figures_on_both, print_both
 
 ROWS = sized(1_000_000, 2_000)
 REPEAT = sized(3, 1)
-PASS_REPEAT = sized(7, 1)
+PASS_REPEAT = sized(9, 1)
 QUEUE = replace(A, live=sized(1_000, 20))  # bench/metrics.py's
 REPORTERS = ("report", "sweep")  # what runs beside a pass: bench.usage <kind>_forever
 MONTH = timedelta(days=30)

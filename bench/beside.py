@@ -33,8 +33,6 @@ from typing import NamedTuple
 from bench.slurm_bridge import cpu_seconds  # of processes by /proc
 
 TICK = os.sysconf("SC_CLK_TCK")  # /proc/stat's unit
-
-
 QUIET = 25  # a round counts as quiet when the rest of the machine used less than this % of a core
 
 
@@ -52,7 +50,8 @@ def pass_alone_and_beside(module: str, part: str, repeat: int, name: str) -> dic
     their ``…_cpu_ms``, ``others_cpu_pct_beside_<name>`` and ``…_alone_<name>``, ``<name>_cpu_pct``
     (the busy process's) and ``pass_load_<name>``; and over the rounds where the rest of the
     machine was quiet in both passes (``<name>_quiet_rounds`` of them), the median of the pass
-    beside against the pass alone in per cent, ``pass_beside_<name>_quiet_pct`` and ``…_quiet_cpu_pct``."""
+    beside against the pass alone in per cent, ``pass_beside_<name>_quiet_pct`` and
+    ``…_quiet_cpu_pct``."""
     own = _session_pids()
     _timed_pass()  # warms the caches; not counted
     rounds: list[tuple[Timed, Timed]] = []

@@ -11,9 +11,9 @@ PostgreSQL, each in a child process with a throwaway database (bench/runtime.py'
   pass with the totals left out. Each timed pass is rolled back and repeated.
 - ``pass_beside_scrapes_ms``: the same pass (totals written) while another process scrapes
   ``/metrics`` without pause — a web process answering Prometheus, at its worst (a real one asks
-  every 15 s) — beside ``pass_alone_scrapes_ms``, the same pass alone, alternately (bench/beside.py: also
-  the pass's CPU time, the load average, the scraper's CPU share, the rest of the machine's, and
-  the rounds in which the rest of the machine was quiet).
+  every 15 s) — beside ``pass_alone_scrapes_ms``, the same pass alone, alternately
+  (bench/beside.py: also the pass's CPU time, the load average, the scraper's CPU share, the rest
+  of the machine's, and the rounds in which the rest of the machine was quiet).
 Merges figures into the "metrics" section of results.json.
 """
 
@@ -165,9 +165,9 @@ def _passes_beside_scrapes() -> dict[str, float]:
 def scrape_forever() -> None:
     """Scrape ``/metrics`` until killed, saying once that the first scrape is done."""
     from django.conf import settings
+    from django.test import Client
 
     from bench.beside import busy_until_killed
-    from django.test import Client
 
     settings.POOLWEB = {**settings.POOLWEB, "METRICS_TOKEN": TOKEN, "METRICS_ALLOW": ()}
     scraper = Client(HTTP_AUTHORIZATION=f"Bearer {TOKEN}", HTTP_HOST="localhost")

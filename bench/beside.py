@@ -7,7 +7,8 @@ it, repeated. The busy process is ``python -m bench.<module> <part>`` with this 
 environment (the same database), which calls ``busy_until_killed``: it says once it is busy, then
 repeats its work without pause; it is started before each pass beside it and killed after. One
 pass alone first warms the caches and is not counted; then alone and beside alternate, the order
-swapped every round (alone-beside, beside-alone), so a drift of the machine's load falls on both.
+swapped every round (alone-beside, beside-alone), so a drift of the machine's load falls on both;
+with ``BENCH_WAIT_QUIET`` each pass waits a while for a quiet machine first.
 
 The machine has 2 cores, shared: a busy process costs the pass wall time through CPU
 contention alone, and more when a third process (another session's tests) takes a core. So
@@ -34,6 +35,9 @@ from bench.slurm_bridge import cpu_seconds  # of processes by /proc
 
 TICK = os.sysconf("SC_CLK_TCK")  # /proc/stat's unit
 QUIET = 25  # a round counts as quiet when the rest of the machine used less than this % of a core
+# BENCH_WAIT_QUIET=s: before each pass, wait up to s seconds for a second in which the machine
+# used less than QUIET % of a core (others' tests come and go); 0, the default, waits for nothing.
+WAIT_QUIET = float(os.environ.get("BENCH_WAIT_QUIET", "0"))
 
 
 class Timed(NamedTuple):
@@ -56,8 +60,10 @@ def pass_alone_and_beside(module: str, part: str, repeat: int, name: str) -> dic
     _timed_pass()  # warms the caches; not counted
     rounds: list[tuple[Timed, Timed]] = []
     for round_ in range(repeat):
-        found = {beside: _pass_beside(module, part, own) if beside else _pass_alone(own)
-                 for beside in ((False, True) if round_ % 2 == 0 else (True, False))}
+        found: dict[bool, Timed] = {}
+        for beside in (False, True) if round_ % 2 == 0 else (True, False):
+            _wait_quiet()
+            found[beside] = _pass_beside(module, part, own) if beside else _pass_alone(own)
         rounds.append((found[False], found[True]))
     quiet = [(alone, beside) for alone, beside in rounds if max(alone.others, beside.others) < QUIET]
 
@@ -155,6 +161,16 @@ def _session_pids() -> set[int]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         return {cursor.fetchone()[0]}
+
+
+def _wait_quiet() -> None:
+    """Until the machine was quiet for a second, or ``WAIT_QUIET`` seconds went by."""
+    deadline = time.monotonic() + WAIT_QUIET
+    while time.monotonic() < deadline:
+        before = _machine_cpu_seconds()
+        time.sleep(1)
+        if 100 * (_machine_cpu_seconds() - before) < QUIET:
+            return
 
 
 def _machine_cpu_seconds() -> float:

@@ -11,7 +11,9 @@ PostgreSQL, each in a child process with a throwaway database (bench/runtime.py'
   pass with the totals left out. Each timed pass is rolled back and repeated.
 - ``pass_beside_scrapes_ms``: the same pass (totals written) while another process scrapes
   ``/metrics`` without pause — a web process answering Prometheus, at its worst (a real one asks
-  every 15 s) — beside ``pass_totals_ms`` measured alternately in the same loop.
+  every 15 s) — beside ``pass_alone_scrapes_ms``, the same pass alone, alternately
+  (bench/beside.py: also the pass's CPU time, the load average, the scraper's CPU share, the rest
+  of the machine's, and the rounds in which the rest of the machine was quiet).
 Merges figures into the "metrics" section of results.json.
 """
 
@@ -23,13 +25,14 @@ import sys
 import time
 from dataclasses import replace
 
+from bench.beside import print_beside
 from bench.engine import A
 from bench.results import merge_section, sized
 from bench.runtime import figures_on_both
 
 SCENARIO = replace(A, live=sized(1_000, 20))
 REPEAT = sized(20, 1)
-PASS_REPEAT = sized(3, 1)
+PASS_REPEAT = sized(7, 1)
 TOKEN = "bench-scrape-token-0123456789"
 
 ROWS = (  # key, label, target
@@ -41,7 +44,13 @@ ROWS = (  # key, label, target
     ("pass_totals_ms_sqlite", "first pass after 10k, with totals (ms)", None),
     ("pass_no_totals_ms_sqlite", "  baseline: without totals (ms)", None),
     ("pass_beside_scrapes_ms_sqlite", "the pass while another process scrapes (ms)", None),
-    ("pass_alone_ms_sqlite", "  baseline: the same pass alone (ms)", None),
+    ("pass_alone_scrapes_ms_sqlite", "  baseline: the same pass alone (ms)", None),
+    ("pass_beside_scrapes_cpu_ms_sqlite", "  its CPU time beside (ms)", None),
+    ("pass_alone_scrapes_cpu_ms_sqlite", "  baseline: its CPU time alone (ms)", None),
+    ("scrapes_cpu_pct_sqlite", "  the scraper's CPU, % of the pass's wall time", None),
+    ("others_cpu_pct_beside_scrapes_sqlite", "  the rest of the machine's CPU, % of it", None),
+    ("others_cpu_pct_alone_scrapes_sqlite", "  the same, the pass alone", None),
+    ("pass_load_scrapes_sqlite", "  load average (1 min) as the passes began", None),
     ("scrape_ms_postgres", "scrape /metrics, 10k pending, PostgreSQL (ms)", 50),
     ("scrape_cpu_ms_postgres", "  its CPU time (ms)", None),
     ("policies_ms_postgres", "  baseline: GET /policies (ms)", None),
@@ -50,7 +59,13 @@ ROWS = (  # key, label, target
     ("pass_totals_ms_postgres", "first pass after 10k, with totals (ms)", None),
     ("pass_no_totals_ms_postgres", "  baseline: without totals (ms)", None),
     ("pass_beside_scrapes_ms_postgres", "the pass while another process scrapes (ms)", None),
-    ("pass_alone_ms_postgres", "  baseline: the same pass alone (ms)", None),
+    ("pass_alone_scrapes_ms_postgres", "  baseline: the same pass alone (ms)", None),
+    ("pass_beside_scrapes_cpu_ms_postgres", "  its CPU time beside (ms)", None),
+    ("pass_alone_scrapes_cpu_ms_postgres", "  baseline: its CPU time alone (ms)", None),
+    ("scrapes_cpu_pct_postgres", "  the scraper's CPU, % of the pass's wall time", None),
+    ("others_cpu_pct_beside_scrapes_postgres", "  the rest of the machine's CPU, % of it", None),
+    ("others_cpu_pct_alone_scrapes_postgres", "  the same, the pass alone", None),
+    ("pass_load_scrapes_postgres", "  load average (1 min) as the passes began", None),
 )
 
 
@@ -62,11 +77,7 @@ def main() -> None:
         shown = "-" if value is None else f"{value:.1f}"
         verdict = "-" if target is None or value is None else ("ok" if value <= target else "OVER")
         print(f"{label:<48}{shown:>10}{'' if target is None else f'<= {target}':>10}  {verdict}")
-    for db in ("sqlite", "postgres"):
-        beside, alone = figures.get(f"pass_beside_scrapes_ms_{db}"), figures.get(f"pass_alone_ms_{db}")
-        if beside and alone:
-            print(f"{db}: a pass beside a scraper that never pauses is {100 * (beside / alone - 1):+.1f} % "
-                  "of one alone (goal: <= +5 %)")
+    print_beside(figures, "scrapes", "a process scraping /metrics without pause")
     merge_section("metrics", figures, "measured_at")
 
 
@@ -145,33 +156,10 @@ def _passes() -> dict[str, float]:
 
 
 def _passes_beside_scrapes() -> dict[str, float]:
-    """The cold pass alone, then while a scraper process runs, alternately, medians of each."""
-    import os
-    import subprocess
+    """The cold pass alone and while a scraper process runs (bench/beside.py)."""
+    from bench.beside import pass_alone_and_beside
 
-    from django.db import transaction
-
-    from poolweb.services.reconciler import reconcile_pass
-
-    found: dict[bool, list[float]] = {True: [], False: []}
-    for _ in range(PASS_REPEAT):
-        for beside in (False, True):
-            scraper = None
-            if beside:  # the same database and settings: this process's environment
-                scraper = subprocess.Popen([sys.executable, "-m", "bench.metrics", "scrape_forever"], env=os.environ,
-                                           stdout=subprocess.PIPE, text=True)
-                assert scraper.stdout.readline().strip() == "scraping", "the scraper did not start"
-            try:
-                with transaction.atomic():
-                    started = time.perf_counter()
-                    reconcile_pass()
-                    found[beside].append((time.perf_counter() - started) * 1000)
-                    transaction.set_rollback(True)
-            finally:
-                if scraper is not None:
-                    scraper.kill()
-                    scraper.wait()
-    return {"pass_beside_scrapes_ms": statistics.median(found[True]), "pass_alone_ms": statistics.median(found[False])}
+    return pass_alone_and_beside("metrics", "scrape_forever", PASS_REPEAT, "scrapes")
 
 
 def scrape_forever() -> None:
@@ -179,12 +167,12 @@ def scrape_forever() -> None:
     from django.conf import settings
     from django.test import Client
 
+    from bench.beside import busy_until_killed
+
     settings.POOLWEB = {**settings.POOLWEB, "METRICS_TOKEN": TOKEN, "METRICS_ALLOW": ()}
     scraper = Client(HTTP_AUTHORIZATION=f"Bearer {TOKEN}", HTTP_HOST="localhost")
     assert scraper.get("/metrics").status_code == 200
-    print("scraping", flush=True)
-    while True:
-        scraper.get("/metrics")
+    busy_until_killed(lambda: scraper.get("/metrics"))
 
 
 if __name__ == "__main__":

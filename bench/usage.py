@@ -18,6 +18,17 @@ A provision in the middle of the month changes half the reservations.
   them): the whole sweep of the history. Once.
 - Baselines on the same rows in the same run: ``count_ms``, ``SELECT count(*)`` of the history;
   ``intervals_ms``, the interval query alone (sql.usage), so the rest is the sweep and grouping.
+- ``pass_beside_report_ms``: then scenario A's queue is added (bench/metrics.py's: 100 pools, 50
+  policies, 10,000 pending, 1,000 running; its configuration provisioned now, after the month, so
+  the month's reports are unchanged) and the first pass after the 10,000 arrived, as the pass loop
+  runs it, is timed while another process asks for the month's report (``GET /api/v1/usage`` by
+  policy, days kept) without pause, beside ``pass_alone_report_ms``, the same pass alone,
+  alternately (bench/beside.py: CPU times, load average, the reporter's CPU share, the rest of
+  the machine's, and the rounds in which the rest of the machine was quiet). A report with
+  its days kept reads no history: ``pass_beside_sweep_ms`` is the same beside the first report's
+  sweep of the month (what ``GET /usage`` computes when no day is kept: one read of the 10^6 rows,
+  then the sweep), its days not kept so that it can repeat; a pass begins as the sweep does, so it
+  runs beside the history's read.
 Merges figures into the "usage" section of results.json.
 """
 
@@ -28,13 +39,19 @@ import random
 import statistics
 import sys
 import time
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
+from bench.beside import print_beside
+from bench.engine import A
 from bench.results import merge_section, sized
 from bench.runtime import figures_on_both, print_both
 
 ROWS = sized(1_000_000, 2_000)
 REPEAT = sized(3, 1)
+PASS_REPEAT = sized(9, 1)
+QUEUE = replace(A, live=sized(1_000, 20))  # bench/metrics.py's
+REPORTERS = ("report", "sweep")  # what runs beside a pass: bench.usage <kind>_forever
 MONTH = timedelta(days=30)
 START = datetime(2026, 10, 1, tzinfo=timezone.utc)
 POOLS, POLICIES, PROFILES, USERS = 8, 20, 40, 200
@@ -49,12 +66,30 @@ FIGURES = (  # key, label, target
     ("count_ms", "  baseline: SELECT count(*) of the history (ms)", None),
     ("rows", "  history rows", None),
     ("allocations", "  allocations in the month", None),
+    ("pass_beside_report_ms", "a pass, 10k pending, beside reports (ms)", None),
+    ("pass_alone_report_ms", "  baseline: the same pass alone (ms)", None),
+    ("pass_beside_report_cpu_ms", "  its CPU time beside (ms)", None),
+    ("pass_alone_report_cpu_ms", "  baseline: its CPU time alone (ms)", None),
+    ("report_cpu_pct", "  the reporter's CPU, % of the pass's wall time", None),
+    ("others_cpu_pct_beside_report", "  the rest of the machine's CPU, % of it", None),
+    ("others_cpu_pct_alone_report", "  the same, the pass alone", None),
+    ("pass_load_report", "  load average (1 min) as the passes began", None),
+    ("pass_beside_sweep_ms", "a pass beside the first report's sweeps (ms)", None),
+    ("pass_alone_sweep_ms", "  baseline: the same pass alone (ms)", None),
+    ("pass_beside_sweep_cpu_ms", "  its CPU time beside (ms)", None),
+    ("pass_alone_sweep_cpu_ms", "  baseline: its CPU time alone (ms)", None),
+    ("sweep_cpu_pct", "  the sweeper's CPU, % of the pass's wall time", None),
+    ("others_cpu_pct_beside_sweep", "  the rest of the machine's CPU, % of it", None),
+    ("others_cpu_pct_alone_sweep", "  the same, the pass alone", None),
+    ("pass_load_sweep", "  load average (1 min) as the passes began", None),
 )
 
 
 def main() -> None:
     figures = figures_on_both("usage", "measure")
     print_both(FIGURES, figures, digits=0)
+    print_beside(figures, "report", "a process asking for the month's report without pause")
+    print_beside(figures, "sweep", "a process sweeping the month's history without pause")
     merge_section("usage", figures, "measured_at")
 
 
@@ -163,7 +198,56 @@ def measure() -> dict[str, float]:
         "intervals_ms": statistics.median(intervals() for _ in range(REPEAT)),
         "count_ms": statistics.median(count() for _ in range(REPEAT)),
         "rows": ROWS, "allocations": allocations,
+        **_passes_beside_reports(admin),
     }
+
+
+def _passes_beside_reports(user) -> dict[str, float]:
+    """Scenario A's queue added, its configuration provisioned now; then the pass alone and beside
+    each reporter (bench/beside.py)."""
+    from django.utils import timezone as django_time
+
+    from bench.beside import pass_alone_and_beside
+    from bench.engine import make_snapshot
+    from bench.runtime import _json_ready, _row, provision
+    from poolweb.models import Request as RequestRow
+    from reconcile.document_writer import to_document
+
+    scenario = make_snapshot(QUEUE)
+    provision(_json_ready(to_document(scenario.config)), user)
+    shift = django_time.now() - scenario.now
+    RequestRow.objects.bulk_create([_row(r, user, shift) for r in scenario.requests], batch_size=2000)
+    figures: dict[str, float] = {}
+    for kind in REPORTERS:
+        figures.update(pass_alone_and_beside("usage", f"{kind}_forever", PASS_REPEAT, kind))
+    return figures
+
+
+def report_forever() -> None:
+    """The month's report by policy, days kept, as everyone after the first reads it, until killed."""
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from bench.beside import busy_until_killed
+
+    client = Client(HTTP_HOST="localhost")
+    client.force_login(User.objects.get(username="bench"))
+    month = {"since": START.isoformat(), "until": (START + MONTH).isoformat(), "by": "policy"}
+    assert client.get("/api/v1/usage", month).status_code == 200
+    busy_until_killed(lambda: client.get("/api/v1/usage", month))
+
+
+def sweep_forever() -> None:
+    """What the month's first report computes (no day kept yet: one read of the history, then the
+    sweep, a piece per day), its days not kept so that it can repeat, until killed."""
+    from django.db import connection
+
+    from bench.beside import busy_until_killed
+    from poolweb.selectors.usage import DAY, _computed
+
+    connection.ensure_connection()
+    days = [(day, day + DAY) for day in range(int(START.timestamp()), int((START + MONTH).timestamp()), DAY)]
+    busy_until_killed(lambda: _computed(days))
 
 
 def _write(jobs: list) -> int:
@@ -202,5 +286,10 @@ def _write(jobs: list) -> int:
 if __name__ == "__main__":
     if sys.argv[1:] == ["measure"]:
         print(json.dumps(measure()))
+    elif sys.argv[1:2] and sys.argv[1].endswith("_forever"):
+        import django
+
+        django.setup()
+        {"report_forever": report_forever, "sweep_forever": sweep_forever}[sys.argv[1]]()
     else:
         main()

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 
+from poolweb import sql
 from poolweb.models import DecisionTotal, HistogramTotal
 from reconcile import Plan, Request
 
@@ -51,8 +52,8 @@ def totals_add_pass(*, decided: Plan, requests: dict[int, Request], written: Col
 
 
 def _count(counts: Counter[tuple[str, str, str]]) -> None:
-    """Add to the rows of the (kind, policy, reason) the pass decided: one read, one bulk UPDATE,
-    one bulk INSERT for those counted the first time, whatever the number of policies."""
+    """Add to the rows of the (kind, policy, reason) the pass decided: one read, one UPDATE run per
+    row (``sql.update_rows``), one bulk INSERT for those counted the first time."""
     if not counts:
         return
     rows = {(row.decision, row.policy, row.reason): row for row in
@@ -60,7 +61,7 @@ def _count(counts: Counter[tuple[str, str, str]]) -> None:
     for key, n in counts.items():
         if key in rows:
             rows[key].count += n
-    DecisionTotal.objects.bulk_update([rows[key] for key in counts if key in rows], ["count"])
+    sql.update_rows([rows[key] for key in counts if key in rows], ["count"])
     DecisionTotal.objects.bulk_create([DecisionTotal(decision=kind, policy=policy, reason=reason, count=n)
                                        for (kind, policy, reason), n in counts.items()
                                        if (kind, policy, reason) not in rows])
@@ -71,8 +72,8 @@ def histogram_observe(family: str, label: str, values: Iterable[float]) -> None:
 
 
 def histograms_observe(family: str, values: Mapping[str, Iterable[float]]) -> None:
-    """Add ``values`` (label → seconds) to the family's histograms, in one read and a bulk UPDATE
-    and INSERT; in the caller's transaction, under the pass lock (the rows are read, then written,
+    """Add ``values`` (label → seconds) to the family's histograms, in one read, one UPDATE run per
+    row and a bulk INSERT; in the caller's transaction, under the pass lock (the rows are read, then written,
     and locked on PostgreSQL besides)."""
     if not values:
         return
@@ -87,7 +88,7 @@ def histograms_observe(family: str, values: Mapping[str, Iterable[float]]) -> No
             row.buckets[bisect_left(bounds, value)] += 1  # a value on a bound counts in it (le)
             row.count += 1
             row.total += value
-    HistogramTotal.objects.bulk_update(list(rows.values()), ["buckets", "count", "total"])
+    sql.update_rows(list(rows.values()), ["buckets", "count", "total"])
     HistogramTotal.objects.bulk_create(list(new.values()))
 
 

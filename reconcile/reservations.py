@@ -2,10 +2,11 @@
 reserves capacity on its first pool, and only runs that end before it can start may use it.
 
 What is free on that pool is held for it, as for a preemptor (R-45), and grows as running work
-ends, until it fits. Several overdue requests on one pool are served senior first: higher
-priority, then the longest waiting (``seniority``). A request whose run limit (R-52) ends before
-the senior reservation on a pool can start may still be granted into the held room (backfill);
-that start is estimated from the run limits of what runs there — runs without a limit are never
+ends, until it fits. Overdue requests are served senior first: higher priority, then the longest
+waiting (``_seniority``); one that fits somewhere now holds it whole and is granted there, and
+the first that does not closes its pool to those behind it. A request whose run limit (R-52)
+ends before that reservation can start may still be granted into the held room (backfill); the
+start is estimated from the run limits of what runs there — runs without a limit are never
 counted as ending, so the estimate is never early, and no backfill delays the reservation.
 
 Reservations are decided again at the start of every grant round from the state alone, so a pass

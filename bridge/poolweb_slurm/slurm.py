@@ -8,7 +8,7 @@ marks to forge another job. The actions go in batches where the command takes a 
     slurm = Slurm(partitions=("bare-metal", "h100"))
     jobs = slurm.jobs()                                   # [Job(id="12", user="ann", gpus=4, ...)]
     slurm.set_comments({"12": "poolweb: waiting: #3 in dev's queue"})
-    slurm.grant(["12"], partition="h100")                 # point it at h100, then release it
+    slurm.grant(["12"], partition="h100", moving=["12"])  # point it at h100, then release it
 
 Every call is bounded by ``timeout`` seconds; a failure is a ``SlurmError`` naming each job and
 what Slurm said about it.
@@ -20,7 +20,7 @@ import re
 import secrets
 import subprocess
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -116,21 +116,23 @@ class Slurm:
             by_text.setdefault(printable(text), []).append(job)
         self.each(["scontrol", "update", f"jobid={','.join(jobs)}", f"comment={text}"] for text, jobs in by_text.items())
 
-    def grant(self, jobs: Sequence[str], *, partition: str, comment: str = "") -> None:
-        """Points held jobs at ``partition`` (and writes ``comment``) and releases them: Slurm places
-        them on its nodes. A job that could not be moved is not released."""
+    def grant(self, jobs: Sequence[str], *, partition: str, moving: Collection[str] = ()) -> None:
+        """Releases held jobs: Slurm places them on its nodes. Those ``moving`` are first pointed at
+        ``partition``; a job that could not be moved is not released. A job that asked for this
+        partition alone, and whose begin time has come, needs no update: one RPC a job, not two."""
         if not jobs:
             return
-        # starttime=now: a requeued job waits out a BeginTime Slurm set (two minutes), which would
-        # leave Poolweb's grant idle; the bridge registers no job before its own --begin time.
-        update = ["scontrol", "update", f"jobid={','.join(jobs)}", f"partition={partition}", "starttime=now"]
-        try:
-            self.run(update + ([f"comment={printable(comment)}"] if comment else []))
-        except SlurmError as moved_not_all:
-            # Release only the jobs surely moved: when Slurm named no job, none is released.
-            if "*" not in moved_not_all.failures:
-                self.release([job for job in jobs if job not in moved_not_all.failures])
-            raise
+        if moving:
+            # starttime=now: a requeued job waits out a BeginTime Slurm set (two minutes), which would
+            # leave Poolweb's grant idle; the bridge registers no job before its own --begin time.
+            try:
+                self.run(["scontrol", "update", f"jobid={','.join(moving)}", f"partition={partition}",
+                          "starttime=now"])
+            except SlurmError as moved_not_all:
+                # Release only the jobs surely moved: when Slurm named no job, none is released.
+                if "*" not in moved_not_all.failures:
+                    self.release([job for job in jobs if job not in moved_not_all.failures])
+                raise
         self.release(jobs)
 
     def release(self, jobs: Sequence[str]) -> None:

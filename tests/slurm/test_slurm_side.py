@@ -87,7 +87,7 @@ def test_a_grant_points_a_held_job_at_its_partition_and_it_runs_there_with_its_g
     job = cluster.submit("-p", "bare-metal,h100", "--gres=gpu:4", f"--output={output}",
                          "--wrap", "echo GPUS=$SLURM_GPUS_ON_NODE; sleep 60")
 
-    slurm.grant([job], partition="h100")
+    slurm.grant([job], partition="h100", moving=[job])
 
     running = cluster.wait_for_job(job, {"RUNNING"})
     assert running["Partition"] == "h100" and running["NodeList"] in {"gpu003", "gpu004"}
@@ -144,7 +144,7 @@ def test_a_failure_names_the_job_and_slurms_message_and_the_others_are_done(clus
     assert jobs_by_id(slurm)[job].comment == "poolweb: fine"
 
     with pytest.raises(SlurmError) as failed:
-        slurm.grant([job], partition="no-such-partition")
+        slurm.grant([job], partition="no-such-partition", moving=[job])
     assert failed.value.failures == {job: f"Invalid partition name specified for job {job}"}
     assert jobs_by_id(slurm)[job].held  # not moved, so not released
     cluster.run("scancel", job)
@@ -182,7 +182,7 @@ def test_one_grant_call_pair_releases_many_jobs_and_one_task_of_an_array(cluster
     array = cluster.submit("-p", "bare-metal,h100", "--gres=gpu:1", "-a", "1-3", "--wrap", "sleep 30")
     slurm.calls.clear()
 
-    slurm.grant([*jobs, f"{array}_2"], partition="h100")
+    slurm.grant([*jobs, f"{array}_2"], partition="h100", moving=[*jobs, f"{array}_2"])
 
     assert [command[:2] for command in slurm.calls] == [["scontrol", "update"], ["scontrol", "release"]]
     for job in (*jobs, f"{array}_2"):
@@ -190,6 +190,20 @@ def test_one_grant_call_pair_releases_many_jobs_and_one_task_of_an_array(cluster
     others = jobs_by_id(slurm)
     assert [others[f"{array}_{task}"].held for task in (1, 3)] == [True, True]
     cluster.run("scancel", *jobs, array)
+
+
+def test_jobs_that_asked_for_the_granted_partition_alone_are_only_released(cluster, slurm):
+    moved = cluster.submit("-p", "bare-metal,h100", "--gres=gpu:1", "--wrap", "sleep 30")
+    placed = [cluster.submit("-p", "h100", "--gres=gpu:1", "--wrap", "sleep 30") for _ in range(2)]
+    slurm.calls.clear()
+
+    slurm.grant([moved, *placed], partition="h100", moving=[moved])
+
+    assert slurm.calls == [["scontrol", "update", f"jobid={moved}", "partition=h100", "starttime=now"],
+                           ["scontrol", "release", ",".join([moved, *placed])]]
+    for job in (moved, *placed):
+        assert cluster.wait_for_job(job, {"RUNNING"})["Partition"] == "h100"
+    cluster.run("scancel", moved, *placed)
 
 
 def test_a_jobs_time_limit_is_read_in_seconds(cluster, slurm):

@@ -1,7 +1,7 @@
 """The bridge process (decision 133): every ``poll_seconds``, one ``squeue`` of the gated
-partitions and one list of the bridge's live requests, then ``plan`` (plan.py) and the plan
-carried out — on Slurm first, where a job is taken back or released, then on Poolweb, where a
-request is released only once its job's Slurm action went through::
+partitions and, at the same time, one list of the bridge's live requests, then ``plan`` (plan.py)
+and the plan carried out — on Slurm first, where a job is taken back or released, then on
+Poolweb, where a request is released only once its job's Slurm action went through::
 
     bridge = Bridge(load_mapping(), Api(), Slurm(partitions=mapping.pools))
     bridge.run(stop)                    # until stop is set; or bridge.poll() for one round
@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
 from poolctl.api import Api
@@ -64,6 +65,8 @@ class Bridge:
         self.registering: threading.Thread | None = None
         self.registering_failed: BaseException | None = None
         self.lock = threading.Lock()
+        self.woken = threading.Event()  # ends the wait between two polls (decision 159)
+        self.reader = ThreadPoolExecutor(1, thread_name_prefix="poolweb-slurm read")  # Poolweb's side of a poll
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -83,16 +86,30 @@ class Bridge:
                 acted = False
                 log.warning("poll failed, nothing done: %s", unreadable)
             wait = AGAIN_SECONDS if acted else self.mapping.bridge.poll_seconds
-            stop.wait(min(wait * 2 ** failures, LONGEST_WAIT) if failures else wait)
+            self.woken.wait(min(wait * 2 ** failures, LONGEST_WAIT) if failures else wait)
+            self.woken.clear()
         if self.registering is not None:
             self.registering.join(timeout=LONGEST_WAIT)  # a batch under way ends, or is retried at start
         self.comments.stop(timeout=LONGEST_WAIT)
+        self.reader.shutdown()
+
+    def wake(self) -> None:
+        """The next poll now: a registration is done (its pass has allocated what fits), or the
+        process is stopping."""
+        self.woken.set()
 
     def poll(self) -> Plan:
-        jobs = self.slurm.jobs()  # then Poolweb: what it decided meanwhile is acted on in this poll
+        # Both sides at once (decision 159): under a burst each takes up to seconds, and the grants
+        # wait for the slower only. Neither side's order matters to the plan: only the bridge
+        # releases a held job, and what either side changes meanwhile the next poll sees.
+        listed = self.reader.submit(self.live_requests)
+        try:
+            jobs = self.slurm.jobs()
+        finally:
+            live = listed.result()
         with self.lock:
             ended = dict(self.ended)
-        requests = {**ended, **self.live_requests()}
+        requests = {**ended, **live}
         now = self.clock()
         catalogue = self.current_catalogue(now) if needs_registration(jobs, requests) else None
         steps = plan(jobs, requests, mapping=self.mapping, catalogue=catalogue,
@@ -246,6 +263,8 @@ class Bridge:
                     wait = BUSY_SECONDS if result.status == 429 else REFUSED_SECONDS
                     self.refused[submission.job] = now + timedelta(seconds=wait)
         log.info("registered: %s", listing(submission.job for submission in due if submission.job not in refusals))
+        if len(refusals) < len(due):
+            self.wake()  # the pass each registration asked for has run or is running: its grants are due
         if refusals:
             log.warning("registration refused: %s", "; ".join(f"job {job}: {why}" for job, why in refusals.items()))
             self.comments.write(refusals)

@@ -78,6 +78,8 @@ class Bridge:
         while not stop.is_set():
             if self.registering_failed is not None:
                 raise self.registering_failed
+            if self.comments.broken is not None:
+                raise self.comments.broken
             try:
                 acted = bool(self.poll())
                 failures = 0

@@ -44,6 +44,7 @@ class Comments:
         self.written: dict[str, datetime] = {}  # job → when its comment was last written
         self.pauses = 0
         self.stopped = False
+        self.broken: BaseException | None = None  # a bug on the thread: the loop raises it
         self.changed = threading.Condition()
         self.thread: threading.Thread | None = None
 
@@ -59,7 +60,7 @@ class Comments:
 
     def write(self, comments: Mapping[str, str]) -> None:
         """Now, on the caller's thread: the registration thread's refusals, which no plan repeats."""
-        self.record(comments, self.failed(comments))
+        self.record(comments, self.attempt(comments))
 
     def written_at(self) -> dict[str, datetime]:
         with self.changed:
@@ -101,18 +102,21 @@ class Comments:
     # --- the thread -----------------------------------------------------------------------------
 
     def run(self) -> None:
-        while True:
-            with self.changed:
-                while not self.stopped and not (self.wanted and not self.pauses and self.resting()):
-                    self.changed.wait(timeout=0.1 if self.wanted else None)
-                if self.stopped:
-                    return
-                self.writing, self.last_call = self.next_call(), time.monotonic()
-            failed = self.failed(self.writing)
-            with self.changed:
-                self.record(self.writing, failed)
-                self.writing = {}
-                self.changed.notify_all()
+        try:
+            while True:
+                with self.changed:
+                    while not self.stopped and not (self.wanted and not self.pauses and self.resting()):
+                        self.changed.wait(timeout=0.1 if self.wanted else None)
+                    if self.stopped:
+                        return
+                    self.writing, self.last_call = self.next_call(), time.monotonic()
+                failed = self.attempt(self.writing)
+                with self.changed:
+                    self.record(self.writing, failed)
+                    self.writing = {}
+                    self.changed.notify_all()
+        except BaseException as bug:  # Bridge.run raises it: a bug ends the process loudly
+            self.broken = bug
 
     def resting(self) -> bool:
         now = time.monotonic()
@@ -130,7 +134,8 @@ class Comments:
         self.wanted = {job: text for job, text in self.wanted.items() if job not in call}
         return call
 
-    def failed(self, comments: Mapping[str, str]) -> set[str]:
+    def attempt(self, comments: Mapping[str, str]) -> set[str]:
+        """Writes them; the jobs it failed for, logged."""
         if not comments:
             return set()
         try:

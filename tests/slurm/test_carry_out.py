@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+import pytest
 from poolctl.models import BatchResult, Issue
 
 from poolweb_slurm.bridge import REFUSED_SECONDS, REGISTERED_MOST, Bridge
@@ -227,3 +228,15 @@ def test_while_the_queue_moves_comments_wait_but_for_one_call_every_comment_seco
     assert comments.settled(timeout=10)
     assert [jobs for name, jobs in slurm.calls] == [["7"], ["8"], ["9"]]
     comments.stop(timeout=10)
+
+
+def test_a_bug_on_the_comment_thread_ends_the_bridge_loudly():
+    class Buggy(RecordingSlurm):
+        def set_comments(self, comments):
+            raise ValueError("a bug")
+
+    running = bridge(Buggy(), RecordingApi())
+    running.comments.want({"7": "poolweb: #1 in line"})
+    running.comments.thread.join(timeout=10)
+    with pytest.raises(ValueError, match="a bug"):
+        running.run(threading.Event())

@@ -39,6 +39,7 @@ BUSY_SECONDS = 10.0  # ... after 429 (the user's pending cap), sooner
 AGAIN_SECONDS = 0.25  # the next poll after one that acted: the pass it asked for has likely run
 LONGEST_WAIT = 30.0  # the backoff's cap while Slurm or Poolweb cannot be read
 LISTED_MOST = 1_000_000  # live requests the bridge reads a poll: all of them
+LISTED_PAGE = 1000  # ... a call: the server's largest page; each page counts the matching requests again
 REGISTERED_MOST = 200  # new jobs registered a poll, one batch call (~0.1 ms an item on a quiet server, decision 135); the rest the next poll
 
 
@@ -131,7 +132,8 @@ class Bridge:
                 raise PoolctlError(f"the Poolweb server at {self.api.url} is older than the bridge: it has no GET /me",
                                    "upgrade it")
             self.account = me.username
-        listed = self.api.list(state=sorted(LIVE), labels={"slurm_cluster": self.mapping.cluster}, limit=LISTED_MOST)
+        listed = self.api.list(state=sorted(LIVE), labels={"slurm_cluster": self.mapping.cluster}, limit=LISTED_MOST,
+                               page=LISTED_PAGE)
         by_job: dict[str, Request] = {}
         for request in sorted(listed, key=lambda request: request.id):
             job = request.labels.get("slurm_job")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
@@ -89,8 +90,7 @@ class Bridge:
                 acted = False
                 log.warning("poll failed, nothing done: %s", unreadable)
             wait = AGAIN_SECONDS if acted else self.mapping.bridge.poll_seconds
-            self.woken.wait(min(wait * 2 ** failures, LONGEST_WAIT) if failures else wait)
-            self.woken.clear()
+            self.pause(stop, min(wait * 2 ** failures, LONGEST_WAIT) if failures else wait)
         if self.registering is not None:
             self.registering.join(timeout=LONGEST_WAIT)  # a batch under way ends, or is retried at start
         self.comments.stop(timeout=LONGEST_WAIT)
@@ -100,6 +100,15 @@ class Bridge:
         """The next poll now: a registration is done (its pass has allocated what fits), or the
         process is stopping."""
         self.woken.set()
+
+    def pause(self, stop: threading.Event, seconds: float) -> None:
+        """Until ``seconds`` have passed, the bridge is woken, or ``stop`` is set (seen within half
+        a second even when nothing wakes the bridge)."""
+        deadline = time.monotonic() + seconds
+        while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            if self.woken.wait(min(left, 0.5)):
+                break
+        self.woken.clear()
 
     def poll(self) -> Plan:
         # Both sides at once (decision 159): under a burst each takes up to seconds, and the grants

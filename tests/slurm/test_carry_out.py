@@ -7,6 +7,7 @@ accident; the real ones are in test_bridge.py."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -240,3 +241,14 @@ def test_a_bug_on_the_comment_thread_ends_the_bridge_loudly():
     running.comments.thread.join(timeout=10)
     with pytest.raises(ValueError, match="a bug"):
         running.run(threading.Event())
+
+
+def test_between_two_polls_the_bridge_waits_until_woken_or_stopped():
+    running, stop = bridge(RecordingSlurm(), RecordingApi()), threading.Event()
+    running.wake()
+    started = time.monotonic()
+    running.pause(stop, 30)  # woken before: returns at once, and is not woken any more
+    assert time.monotonic() - started < 5 and not running.woken.is_set()
+    stop.set()
+    running.pause(stop, 30)
+    assert time.monotonic() - started < 5

@@ -49,25 +49,27 @@ def milestones(gated: Run, granted: dict[str, float]) -> dict[str, float]:
     stages = [(f"wave1_{stage}", first, times, gated.t0) for stage, times in (
         ("registered", registered), ("pool_allocated", allocated), ("granted", granted), ("started", gated.started))]
     stages += [(f"wave2_{stage}", jobs, times, gated.freed) for stage, jobs, times in (
-        ("released", first, released), ("pool_allocated", second, allocated), ("granted", second, granted),
-        ("started", second, gated.started))]
+        ("released", first, released), ("pool_allocated", second, allocated),
+        ("granted", second, granted), ("started", second, gated.started))]
     figures = {f"gated_{name}_s": max(times[job] for job in jobs) - since for name, jobs, times, since in stages
                if jobs and all(job in times for job in jobs)}
-    return {**figures, **stage_latencies(first, [("registered", gated.submitted, registered),
-                                                 ("allocated", registered, allocated), ("granted", allocated, granted),
-                                                 ("started", granted, gated.started)])}
+    return {**figures, **stage_latencies("wave1", first, [
+        ("registered", gated.submitted, registered), ("allocated", registered, allocated),
+        ("granted", allocated, granted), ("started", granted, gated.started), ("released", gated.ended, released)])}
 
 
-def stage_latencies(jobs: set[str], stages: list[tuple[str, dict[str, float], dict[str, float]]]) -> dict[str, float]:
+def stage_latencies(wave: str, jobs: set[str], stages: list[tuple[str, dict[str, float], dict[str, float]]]
+                    ) -> dict[str, float]:
     """Per job of the first wave, how long each stage took: sbatch returned → registered in
     Poolweb → allocated by its pass → granted by the bridge (its scontrol returned) → started by
-    Slurm; the median and p95 over the jobs. Where the gate's time goes, job by job."""
+    Slurm, and once freed, its end in Slurm → its request released; the median and p95 over the
+    jobs. Where the gate's time goes, job by job."""
     figures: dict[str, float] = {}
     for stage, since, until in stages:
         spans = [until[job] - since[job] for job in jobs if job in since and job in until]
         if spans:
-            figures[f"gated_wave1_to_{stage}_p50_s"] = statistics.median(spans)
-            figures[f"gated_wave1_to_{stage}_p95_s"] = percentile(spans, 95)
+            figures[f"gated_{wave}_to_{stage}_p50_s"] = statistics.median(spans)
+            figures[f"gated_{wave}_to_{stage}_p95_s"] = percentile(spans, 95)
     return figures
 
 
@@ -141,6 +143,7 @@ def report(figures: dict[str, float]) -> None:
             ("wave1_latency_p50_s", "  their submit → start, median (s)"),
             ("wave1_latency_p95_s", "  their submit → start, p95 (s)"),
             ("freed_s", "first wave freed, from t0 (s)"),
+            ("wave1_ended_s", "  its last end in Slurm, from then (s)"),
             ("second_wave_s", f"the other {jobs - first} started, from then (s)"),
             ("wave2_latency_p50_s", "  their start, median from then (s)"),
             ("all_started_s", f"all {jobs} started, from t0 (s)"))
@@ -159,8 +162,10 @@ def report(figures: dict[str, float]) -> None:
         print(f"  {label:<42}{figures.get(f'gated_wave1_{stage}_s', NAN):>8.3g}"
               f"{figures.get(f'gated_wave2_{stage}_s', NAN):>8.3g}")
     print("  per job of wave 1, median / p95 (s): " + ", ".join(
-        f"→ {stage} {figures[f'gated_wave1_to_{stage}_p50_s']:.2f} / {figures[f'gated_wave1_to_{stage}_p95_s']:.2f}"
-        for stage in ("registered", "allocated", "granted", "started") if f"gated_wave1_to_{stage}_p50_s" in figures))
+        f"{label} {figures[f'gated_wave1_to_{stage}_p50_s']:.2f} / {figures[f'gated_wave1_to_{stage}_p95_s']:.2f}"
+        for stage, label in (("registered", "→ registered"), ("allocated", "→ allocated"), ("granted", "→ granted"),
+                             ("started", "→ started"), ("released", "its end → request released"))
+        if f"gated_wave1_to_{stage}_p50_s" in figures))
     if figures.get("bridge_polls"):
         report_polls(figures)
     print(f"\nidle, polling every {figures['poll_seconds']:g} s (% of a core): " + ", ".join(

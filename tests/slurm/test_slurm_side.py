@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from poolweb_slurm.slurm import COMMENT_LENGTH, Slurm, SlurmError
+from poolweb_slurm.slurm import COMMENT_LENGTH, RELEASED_APART, Slurm, SlurmError
 
 from tests.slurm.cluster import Cluster
 
@@ -211,3 +211,15 @@ def test_a_jobs_time_limit_is_read_in_seconds(cluster, slurm):  # R-52
     jobs = jobs_by_id(slurm)
     assert jobs[timed].time_limit_seconds == 5400
     cluster.run("scancel", timed, untimed)
+
+
+def test_a_long_release_goes_as_four_calls_at_once_each_every_fourth_job(cluster, slurm):
+    # Begin times an hour away: released, they wait for it instead of filling the nodes.
+    jobs = [cluster.submit("-p", "h100", "--begin=now+3600", "--wrap", "true") for _ in range(RELEASED_APART)]
+    slurm.calls.clear()
+
+    slurm.release(jobs)
+
+    assert sorted(slurm.calls) == sorted(["scontrol", "release", ",".join(jobs[start::4])] for start in range(4))
+    assert not any(job.held for job in slurm.jobs() if job.id in jobs)
+    cluster.run("scancel", *jobs)

@@ -67,7 +67,7 @@ class Bridge:
         self.registering: threading.Thread | None = None
         self.registering_failed: BaseException | None = None
         self.lock = threading.Lock()
-        self.woken = threading.Event()  # ends the wait between two polls (decision 159)
+        self.woken = threading.Event()  # ends the wait between two polls
         self.reader = ThreadPoolExecutor(1, thread_name_prefix="poolweb-slurm read")  # Poolweb's side of a poll
 
     # --- the loop -------------------------------------------------------------------------------
@@ -97,8 +97,7 @@ class Bridge:
         self.reader.shutdown()
 
     def wake(self) -> None:
-        """The next poll now: a registration is done (its pass has allocated what fits), or the
-        process is stopping."""
+        """The next poll now, or the loop's end: the process is stopping."""
         self.woken.set()
 
     def pause(self, stop: threading.Event, seconds: float) -> None:
@@ -276,8 +275,6 @@ class Bridge:
                     wait = BUSY_SECONDS if result.status == 429 else REFUSED_SECONDS
                     self.refused[submission.job] = now + timedelta(seconds=wait)
         log.info("registered: %s", listing(submission.job for submission in due if submission.job not in refusals))
-        if len(refusals) < len(due):
-            self.wake()  # the pass each registration asked for has run or is running: its grants are due
         if refusals:
             log.warning("registration refused: %s", "; ".join(f"job {job}: {why}" for job, why in refusals.items()))
             self.comments.write(refusals)

@@ -86,6 +86,7 @@ poll_seconds = {POLL_SECONDS}
 """
 # slurmctld's line when it allocates a job's nodes: the main scheduler's, or backfill's.
 STARTED = re.compile(r"^\[([0-9T:.-]+)\] sched(?:: Allocate JobId=(\d+)|/backfill: _start_job: Started JobId=(\d+))")
+ENDED = re.compile(r"^\[([0-9T:.-]+)\] _job_complete: JobId=(\d+) done")  # ... when it learns a job ended
 
 
 def reason_to_skip() -> str | None:
@@ -110,6 +111,7 @@ class Run:
     freed: float  # when the first wave was let end
     started: dict[str, float]  # job → slurmctld's allocation
     by_backfill: int  # jobs that backfill started, not the main scheduler
+    ended: dict[str, float]  # job → when slurmctld learnt it ended
 
     def figures(self) -> dict[str, float]:
         starts = sorted(self.started.values())
@@ -120,6 +122,9 @@ class Run:
                    "second_wave_s": starts[-1] - self.freed, "all_started_s": starts[-1] - self.t0,
                    "wave1_latency_p50_s": statistics.median(first), "wave1_latency_p95_s": percentile(first, 95),
                    "started_by_backfill": self.by_backfill}
+        wave1_ended = [self.ended[job] for job, at in self.started.items() if at <= self.freed and job in self.ended]
+        if wave1_ended:  # the freed first wave's last end in Slurm: what the second wave waits for, in both runs
+            figures["wave1_ended_s"] = max(wave1_ended) - self.freed
         if second:
             figures.update(wave2_latency_p50_s=statistics.median(second), wave2_latency_p95_s=percentile(second, 95))
         return {f"{self.name}_{key}": value for key, value in figures.items()}
@@ -147,6 +152,12 @@ def burst(cluster, partition: str, gate: Path) -> tuple[float, dict[str, float],
     with ThreadPoolExecutor(CLIENTS) as pool:
         parts = list(pool.map(client, shares))
     return t0, {job: at for part in parts for job, at in part.items()}, time.time()
+
+
+def completions(log: Path) -> dict[str, float]:
+    """Each job's end in slurmctld's log (local time)."""
+    return {match.group(2): datetime.fromisoformat(match.group(1)).timestamp()
+            for line in log.read_text(errors="replace").splitlines() if (match := ENDED.match(line))}
 
 
 def allocations(log: Path) -> dict[str, tuple[float, bool]]:
@@ -184,7 +195,8 @@ def measure(cluster, name: str, partition: str) -> Run:
     wait_until(lambda: not job_states(cluster, partition), f"the {name} run's jobs to end",
                lambda: f"squeue: {job_states(cluster, partition)}")
     return Run(name, t0, submitted, burst_end, freed, {job: at for job, (at, _) in found.items()},
-               sum(backfill for _, backfill in found.values()))
+               sum(backfill for _, backfill in found.values()),
+               {job: at for job, at in completions(log).items() if job in submitted})
 
 
 def job_states(cluster, partition: str) -> dict[str, int]:

@@ -9,6 +9,8 @@ import statistics
 import sys
 from typing import TYPE_CHECKING
 
+from bench.results import percentile
+
 if TYPE_CHECKING:
     from bench.slurm_bridge import Run
 
@@ -22,7 +24,8 @@ def where_the_time_goes(gated: Run, profile: dict) -> dict[str, float]:
     end = max(gated.started.values())
     polls = [poll for poll in profile["polls"] if gated.t0 <= poll["start"] <= end]
     print_polls(polls, gated.t0)
-    return {**milestones(gated, profile["granted"]), **poll_figures(polls)}
+    return {**milestones(gated, profile["granted"]), **poll_figures(polls),
+            **background_figures(profile.get("background", []), gated.t0, end)}
 
 
 def milestones(gated: Run, granted: dict[str, float]) -> dict[str, float]:
@@ -46,10 +49,28 @@ def milestones(gated: Run, granted: dict[str, float]) -> dict[str, float]:
     stages = [(f"wave1_{stage}", first, times, gated.t0) for stage, times in (
         ("registered", registered), ("pool_allocated", allocated), ("granted", granted), ("started", gated.started))]
     stages += [(f"wave2_{stage}", jobs, times, gated.freed) for stage, jobs, times in (
-        ("released", first, released), ("pool_allocated", second, allocated), ("granted", second, granted),
-        ("started", second, gated.started))]
-    return {f"gated_{name}_s": max(times[job] for job in jobs) - since for name, jobs, times, since in stages
-            if jobs and all(job in times for job in jobs)}
+        ("released", first, released), ("pool_allocated", second, allocated),
+        ("granted", second, granted), ("started", second, gated.started))]
+    figures = {f"gated_{name}_s": max(times[job] for job in jobs) - since for name, jobs, times, since in stages
+               if jobs and all(job in times for job in jobs)}
+    return {**figures, **stage_latencies("wave1", first, [
+        ("registered", gated.submitted, registered), ("allocated", registered, allocated),
+        ("granted", allocated, granted), ("started", granted, gated.started), ("released", gated.ended, released)])}
+
+
+def stage_latencies(wave: str, jobs: set[str], stages: list[tuple[str, dict[str, float], dict[str, float]]]
+                    ) -> dict[str, float]:
+    """Per job of the first wave, how long each stage took: sbatch returned → registered in
+    Poolweb → allocated by its pass → granted by the bridge (its scontrol returned) → started by
+    Slurm, and once freed, its end in Slurm → its request released; the median and p95 over the
+    jobs. Where the gate's time goes, job by job."""
+    figures: dict[str, float] = {}
+    for stage, since, until in stages:
+        spans = [until[job] - since[job] for job in jobs if job in since and job in until]
+        if spans:
+            figures[f"gated_{wave}_to_{stage}_p50_s"] = statistics.median(spans)
+            figures[f"gated_{wave}_to_{stage}_p95_s"] = percentile(spans, 95)
+    return figures
 
 
 def poll_figures(polls: list[dict]) -> dict[str, float]:
@@ -67,6 +88,20 @@ def poll_figures(polls: list[dict]) -> dict[str, float]:
     for kind in sorted({kind for poll in polls for kind in poll["calls"]}):
         figures[f"bridge_calls_{slug(kind)}"] = sum(poll["calls"].get(kind, (0, 0))[0] for poll in polls)
         figures[f"bridge_call_s_{slug(kind)}"] = sum(poll["calls"].get(kind, (0, 0.0))[1] for poll in polls)
+    return figures
+
+
+def background_figures(calls: list[list], start: float, end: float) -> dict[str, float]:
+    """What the bridge's other threads did from ``start`` to ``end``: count and seconds of each
+    part and call, by thread (the Slurm commands ``set_comments`` runs four at a time are the
+    workers')."""
+    figures: dict[str, float] = {}
+    for at, thread, kind, seconds in calls:
+        if start <= at <= end:
+            who = "workers" if thread.startswith("ThreadPoolExecutor") else thread.removeprefix("poolweb-slurm ")
+            key = slug(f"{who} {kind}")
+            figures[f"bridge_background_calls_{key}"] = figures.get(f"bridge_background_calls_{key}", 0) + 1
+            figures[f"bridge_background_s_{key}"] = figures.get(f"bridge_background_s_{key}", 0.0) + seconds
     return figures
 
 
@@ -108,6 +143,7 @@ def report(figures: dict[str, float]) -> None:
             ("wave1_latency_p50_s", "  their submit → start, median (s)"),
             ("wave1_latency_p95_s", "  their submit → start, p95 (s)"),
             ("freed_s", "first wave freed, from t0 (s)"),
+            ("wave1_ended_s", "  its last end in Slurm, from then (s)"),
             ("second_wave_s", f"the other {jobs - first} started, from then (s)"),
             ("wave2_latency_p50_s", "  their start, median from then (s)"),
             ("all_started_s", f"all {jobs} started, from t0 (s)"))
@@ -125,6 +161,11 @@ def report(figures: dict[str, float]) -> None:
     for stage, label in STAGES:
         print(f"  {label:<42}{figures.get(f'gated_wave1_{stage}_s', NAN):>8.3g}"
               f"{figures.get(f'gated_wave2_{stage}_s', NAN):>8.3g}")
+    print("  per job of wave 1, median / p95 (s): " + ", ".join(
+        f"{label} {figures[f'gated_wave1_to_{stage}_p50_s']:.2f} / {figures[f'gated_wave1_to_{stage}_p95_s']:.2f}"
+        for stage, label in (("registered", "→ registered"), ("allocated", "→ allocated"), ("granted", "→ granted"),
+                             ("started", "→ started"), ("released", "its end → request released"))
+        if f"gated_wave1_to_{stage}_p50_s" in figures))
     if figures.get("bridge_polls"):
         report_polls(figures)
     print(f"\nidle, polling every {figures['poll_seconds']:g} s (% of a core): " + ", ".join(
@@ -144,6 +185,11 @@ def report_polls(figures: dict[str, float]) -> None:
     for key in sorted((key for key in figures if key.startswith("bridge_call_s_")), key=lambda key: -figures[key]):
         kind = key.removeprefix("bridge_call_s_")
         count = figures[f"bridge_calls_{kind}"]
+        print(f"    {kind:<48}{count:>5.0f} calls{figures[key]:>8.2f} s{1000 * figures[key] / count:>7.0f} ms each")
+    print("  beside the polls, its other threads (registration, comments; Slurm's workers):")
+    for key in sorted((key for key in figures if key.startswith("bridge_background_s_")), key=lambda key: -figures[key]):
+        kind = key.removeprefix("bridge_background_s_")
+        count = figures[f"bridge_background_calls_{kind}"]
         print(f"    {kind:<48}{count:>5.0f} calls{figures[key]:>8.2f} s{1000 * figures[key] / count:>7.0f} ms each")
 
 

@@ -90,11 +90,15 @@ def bridge_running(cluster, server, token: str, mapping: Path) -> Iterator[Bridg
 class Profile:
     """Timers around the bridge's calls. A poll's parts are the wall time of the calls it makes
     on its own thread, the outermost only (Slurm.cancel writes comments inside); the Slurm
-    commands run four at a time under ``set_comments`` are counted, not added."""
+    commands run four at a time under ``set_comments`` are counted, not added. What the bridge's
+    other threads (registration, comments) do is kept apart, each part and call with when it
+    started (``background``)."""
 
     def __init__(self) -> None:
         self.polls: list[dict] = []
         self.current: dict | None = None
+        self.poller: int | None = None  # the thread polling
+        self.background: list[tuple[float, str, str, float]] = []  # start, thread, part or call, seconds
         self.granted: dict[str, float] = {}
         self.lock = threading.Lock()
         self.depth = threading.local()
@@ -103,19 +107,24 @@ class Profile:
         def timed(*args, **kwargs):
             depth = getattr(self.depth, "value", 0)
             self.depth.value = depth + 1
-            started = time.perf_counter()
+            started, at = time.perf_counter(), time.time()
             try:
                 return function(*args, **kwargs)
             finally:
                 self.depth.value = depth
-                if depth == 0 and self.current is not None:
+                seconds = time.perf_counter() - started
+                if depth == 0 and threading.get_ident() != self.poller:
+                    with self.lock:
+                        self.background.append((at, threading.current_thread().name, f"part {name}", seconds))
+                elif depth == 0 and self.current is not None:
                     parts = self.current["parts"]
-                    parts[name] = parts.get(name, 0.0) + time.perf_counter() - started
+                    parts[name] = parts.get(name, 0.0) + seconds
         return timed
 
     def poll(self, function: Callable) -> Callable:
         def timed(*args, **kwargs):
             self.current = {"start": time.time(), "parts": {}, "calls": {}}  # calls: kind → [count, seconds]
+            self.poller = threading.get_ident()
             started = time.perf_counter()
             try:
                 steps = function(*args, **kwargs)
@@ -142,7 +151,7 @@ class Profile:
             try:
                 return function(transport, method, path, *args, **kwargs)
             finally:
-                self.add(f"{method} {re.sub(r'/[0-9]+', '/{id}', path)}", time.perf_counter() - started)
+                self.add(f"{method} {re.sub(r'/[0-9]+', '/{id}', path)}", started)
         return timed
 
     def command(self, function: Callable) -> Callable:
@@ -155,18 +164,22 @@ class Profile:
                 sets = sorted(word.split("=", 1)[0] for word in command[2:] if "=" in word and
                               not word.startswith(("jobid=", "-")))
                 kind = " ".join([*command[:2], *sets]) if command[0] == "scontrol" else command[0]
-                self.add(f"{kind} ({jobs_in(command)})", time.perf_counter() - started)
+                self.add(f"{kind} ({jobs_in(command)})", started)
         return timed
 
-    def add(self, kind: str, seconds: float) -> None:
-        """One call of a poll (none is made outside one, but the first ``me`` and squeue)."""
+    def add(self, kind: str, started: float) -> None:
+        """One call of a poll (none is made outside one, but the first ``me`` and squeue), or of
+        another thread."""
+        seconds = time.perf_counter() - started
         with self.lock:
-            if self.current is not None:
+            if threading.get_ident() != self.poller and self.poller is not None:
+                self.background.append((time.time() - seconds, threading.current_thread().name, kind, seconds))
+            elif self.current is not None:
                 count, total = self.current["calls"].get(kind, (0, 0.0))
                 self.current["calls"][kind] = [count + 1, total + seconds]
 
     def dump(self) -> dict:
-        return {"polls": self.polls, "granted": self.granted}
+        return {"polls": self.polls, "granted": self.granted, "background": self.background}
 
 
 def jobs_in(command: list[str]) -> str:

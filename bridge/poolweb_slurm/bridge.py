@@ -1,7 +1,7 @@
 """The bridge process (decision 133): every ``poll_seconds``, one ``squeue`` of the gated
-partitions and one list of the bridge's live requests, then ``plan`` (plan.py) and the plan
-carried out — on Slurm first, where a job is taken back or released, then on Poolweb, where a
-request is released only once its job's Slurm action went through::
+partitions and, at the same time, one list of the bridge's live requests, then ``plan`` (plan.py)
+and the plan carried out — on Slurm first, where a job is taken back or released, then on
+Poolweb, where a request is released only once its job's Slurm action went through::
 
     bridge = Bridge(load_mapping(), Api(), Slurm(partitions=mapping.pools))
     bridge.run(stop)                    # until stop is set; or bridge.poll() for one round
@@ -18,12 +18,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 
 from poolctl.api import Api
 from poolctl.errors import PoolctlError
 from poolctl.models import BatchResult, Request
 
+from poolweb_slurm.comments import Comments
 from poolweb_slurm.mapping import Catalogue, Submission, problems
 from poolweb_slurm.mapping_file import BridgeMapping
 from poolweb_slurm.partitions import partitions
@@ -38,12 +40,8 @@ BUSY_SECONDS = 10.0  # ... after 429 (the user's pending cap), sooner
 AGAIN_SECONDS = 0.25  # the next poll after one that acted: the pass it asked for has likely run
 LONGEST_WAIT = 30.0  # the backoff's cap while Slurm or Poolweb cannot be read
 LISTED_MOST = 1_000_000  # live requests the bridge reads a poll: all of them
+LISTED_PAGE = 1000  # ... a call: the server's largest page; each page counts the matching requests again
 REGISTERED_MOST = 200  # new jobs registered a poll, one batch call (~0.1 ms an item on a quiet server, decision 135); the rest the next poll
-COMMENT_SECONDS = 1.0  # writing comments, a poll; a waiting job's text is its own scontrol call (~0.1 s)
-# ... and in a poll that grants or releases: the queue is moving, the texts change at once, and
-# the next poll's grants wait for this one to end (the bench's second wave waited 5.8 s)
-MOVING_COMMENT_SECONDS = 0.2
-COMMENTS_A_CALL = 4  # distinct texts per set_comments: one round of its 4 workers, so the budget is checked often
 
 
 def utcnow() -> datetime:
@@ -57,17 +55,20 @@ class Bridge:
         self.account: str | None = None  # the bridge's Poolweb username: whose requests it follows
         self.ended: dict[str, Request] = {}  # job → its request that Poolweb ended, as a registration answered
         self.signalled: dict[tuple[str, int], datetime] = {}
-        self.commented: dict[str, datetime] = {}
+        # written on a thread of their own, while the queue rests (decision 148)
+        self.comments = Comments(slurm, clock, every=mapping.bridge.comment_seconds)
         self.refused: dict[str, datetime] = {}  # job → when to try registering it again
         self.catalogue: Catalogue | None = None
         self.catalogue_read: datetime | None = None
         self.catalogue_version: object = None
         # New jobs are registered on a thread of their own: a batch takes seconds under a burst,
-        # and the polls' grants and releases must not wait for it. It writes ended, refused and
-        # commented, under this lock.
+        # and the polls' grants and releases must not wait for it. It writes ended and refused,
+        # under this lock.
         self.registering: threading.Thread | None = None
         self.registering_failed: BaseException | None = None
         self.lock = threading.Lock()
+        self.woken = threading.Event()  # ends the wait between two polls
+        self.reader = ThreadPoolExecutor(1, thread_name_prefix="poolweb-slurm read")  # Poolweb's side of a poll
 
     # --- the loop -------------------------------------------------------------------------------
 
@@ -79,6 +80,8 @@ class Bridge:
         while not stop.is_set():
             if self.registering_failed is not None:
                 raise self.registering_failed
+            if self.comments.broken is not None:
+                raise self.comments.broken
             try:
                 acted = bool(self.poll())
                 failures = 0
@@ -87,19 +90,41 @@ class Bridge:
                 acted = False
                 log.warning("poll failed, nothing done: %s", unreadable)
             wait = AGAIN_SECONDS if acted else self.mapping.bridge.poll_seconds
-            stop.wait(min(wait * 2 ** failures, LONGEST_WAIT) if failures else wait)
+            self.pause(stop, min(wait * 2 ** failures, LONGEST_WAIT) if failures else wait)
         if self.registering is not None:
             self.registering.join(timeout=LONGEST_WAIT)  # a batch under way ends, or is retried at start
+        self.comments.stop(timeout=LONGEST_WAIT)
+        self.reader.shutdown()
+
+    def wake(self) -> None:
+        """The next poll now, or the loop's end: the process is stopping."""
+        self.woken.set()
+
+    def pause(self, stop: threading.Event, seconds: float) -> None:
+        """Until ``seconds`` have passed, the bridge is woken, or ``stop`` is set (seen within half
+        a second even when nothing wakes the bridge)."""
+        deadline = time.monotonic() + seconds
+        while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+            if self.woken.wait(min(left, 0.5)):
+                break
+        self.woken.clear()
 
     def poll(self) -> Plan:
-        jobs = self.slurm.jobs()  # then Poolweb: what it decided meanwhile is acted on in this poll
+        # Both sides at once (decision 159): under a burst each takes up to seconds, and the grants
+        # wait for the slower only. Neither side's order matters to the plan: only the bridge
+        # releases a held job, and what either side changes meanwhile the next poll sees.
+        listed = self.reader.submit(self.live_requests)
+        try:
+            jobs = self.slurm.jobs()
+        finally:
+            live = listed.result()
         with self.lock:
             ended = dict(self.ended)
-        requests = {**ended, **self.live_requests()}
+        requests = {**ended, **live}
         now = self.clock()
         catalogue = self.current_catalogue(now) if needs_registration(jobs, requests) else None
         steps = plan(jobs, requests, mapping=self.mapping, catalogue=catalogue,
-                     memory=Memory(self.signalled, self.commented), now=now)
+                     memory=Memory(self.signalled, self.comments.written_at()), now=now)
         self.carry_out(steps, requests, now)
         self.forget({job.id for job in jobs})
         return steps
@@ -115,7 +140,8 @@ class Bridge:
                 raise PoolctlError(f"the Poolweb server at {self.api.url} is older than the bridge: it has no GET /me",
                                    "upgrade it")
             self.account = me.username
-        listed = self.api.list(state=sorted(LIVE), labels={"slurm_cluster": self.mapping.cluster}, limit=LISTED_MOST)
+        listed = self.api.list(state=sorted(LIVE), labels={"slurm_cluster": self.mapping.cluster}, limit=LISTED_MOST,
+                               page=LISTED_PAGE)
         by_job: dict[str, Request] = {}
         for request in sorted(listed, key=lambda request: request.id):
             job = request.labels.get("slurm_job")
@@ -151,10 +177,22 @@ class Bridge:
     def carry_out(self, steps: Plan, requests: dict[str, Request], now: datetime) -> None:
         """Slurm's part first, taking back before giving: a job is held again before another is
         released. Then Poolweb's: a request is released only when its job's action succeeded.
-        Then new jobs, at most ``REGISTERED_MOST`` a poll, and last the comments, within
-        ``COMMENT_SECONDS`` a poll (``MOVING_COMMENT_SECONDS`` in one that grants or releases): a
-        burst of waiting jobs (each text its own ``scontrol`` call) must not hold up the grants and
-        releases of the next poll (decision 133)."""
+        Then new jobs, at most ``REGISTERED_MOST`` a poll, on their own thread; the comments go to
+        theirs (decision 148): a burst of waiting jobs, each text its own ``scontrol`` call, holds
+        up no grant or release."""
+        if steps.grants or steps.release or steps.register or steps.requeue or steps.hold or steps.cancel_jobs:
+            self.comments.moving()
+        with self.comments.paused():
+            failed = self.act_on_slurm(steps, requests, now)
+        self.on_poolweb("release", [request for job, request in steps.release if job not in failed])
+        self.on_poolweb("cancel", steps.cancel_requests)
+        self.on_poolweb("heartbeat", steps.heartbeats)
+        self.start_registering(steps.register[:REGISTERED_MOST], now)
+        taken_back = {job: why for job, why in {**steps.requeue, **steps.hold}.items() if job not in failed}
+        self.comments.want({**taken_back, **steps.comments})
+
+    def act_on_slurm(self, steps: Plan, requests: dict[str, Request], now: datetime) -> set[str]:
+        """The plan's Slurm actions; the jobs whose taking back failed."""
         failed = self.on_slurm("held again (requeued)", self.slurm.requeue_held, steps.requeue)
         failed |= self.on_slurm("held again", self.slurm.hold, steps.hold)
         for reason, jobs in grouped(steps.cancel_jobs).items():
@@ -166,19 +204,10 @@ class Bridge:
                                       signalled)
         self.signalled.update({(job, attempt): now for job, attempt in signalled.items() if job not in signal_failed})
         for partition, jobs in steps.grants.items():
-            pool = self.mapping.pools[partition]
-            self.on_slurm(f"granted on {partition}", lambda jobs, partition=partition, pool=pool: self.slurm.grant(
-                jobs, partition=partition, comment=comment(f"granted on pool {pool}")), jobs)
-
-        self.on_poolweb("release", [request for job, request in steps.release if job not in failed])
-        self.on_poolweb("cancel", steps.cancel_requests)
-        self.on_poolweb("heartbeat", steps.heartbeats)
-        self.start_registering(steps.register[:REGISTERED_MOST], now)
-
-        taken_back = {job: why for job, why in {**steps.requeue, **steps.hold}.items() if job not in failed}
-        moving = bool(steps.grants or steps.release)
-        self.write_comments({**taken_back, **steps.comments}, now,
-                            budget=MOVING_COMMENT_SECONDS if moving else COMMENT_SECONDS)
+            moving = [job for job in jobs if job in steps.moves]
+            self.on_slurm(f"granted on {partition}", lambda jobs, partition=partition, moving=moving: self.slurm.grant(
+                jobs, partition=partition, moving=moving), jobs)
+        return failed
 
     def on_slurm(self, done: str, action: Callable[[list[str]], None], jobs: Iterable[str]) -> set[str]:
         """Runs one batched Slurm action; the jobs it failed for (all, when Slurm named none)."""
@@ -194,22 +223,6 @@ class Bridge:
             return failed
         log.info("%s: %s", done, listing(jobs))
         return set()
-
-    def write_comments(self, comments: dict[str, str], now: datetime, budget: float | None = None) -> None:
-        """In the order given, a few texts at a time, until ``budget`` seconds have gone; what is
-        left is planned again by the next poll."""
-        started = time.monotonic()
-        texts = grouped(comments)
-        while texts and (budget is None or time.monotonic() - started < budget):
-            chunk = {job: text for text in list(texts)[:COMMENTS_A_CALL] for job in texts.pop(text)}
-            try:
-                self.slurm.set_comments(chunk)
-                failed: set[str] = set()
-            except SlurmError as failure:
-                failed = set(chunk) if "*" in failure.failures else set(failure.failures)
-                log.warning("comments not written for %s: %s", listing(failed), failure)
-            with self.lock:
-                self.commented.update({job: now for job in chunk if job not in failed})
 
     def on_poolweb(self, action: str, requests: Sequence[Request]) -> None:
         """``POST /requests/actions``, in batches; a refused item is logged and left for the next
@@ -264,16 +277,17 @@ class Bridge:
         log.info("registered: %s", listing(submission.job for submission in due if submission.job not in refusals))
         if refusals:
             log.warning("registration refused: %s", "; ".join(f"job {job}: {why}" for job, why in refusals.items()))
-            self.write_comments(refusals, now)
+            self.comments.write(refusals)
 
     def forget(self, jobs: set[str]) -> None:
         """What the bridge remembers of jobs Slurm no longer shows."""
         with self.lock:
-            for memory in (self.ended, self.commented, self.refused):
+            for memory in (self.ended, self.refused):
                 for job in [job for job in memory if job not in jobs]:
                     del memory[job]
             for key in [key for key in self.signalled if key[0] not in jobs]:
                 del self.signalled[key]
+        self.comments.forget(jobs)
 
 
 def needs_registration(jobs: Sequence[Job], requests: dict[str, Request]) -> bool:

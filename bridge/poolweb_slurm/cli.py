@@ -95,13 +95,13 @@ def run(mapping: BridgeMapping, api: Api) -> int:
     if refusals:
         return USAGE
     mapping = replace(mapping, pools=mapped.pools)
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
     slurm = Slurm(partitions=list(mapping.pools))
     slurm.jobs()  # Slurm and Poolweb reachable before the first poll, or the start fails loudly
     bridge = Bridge(mapping, api, slurm)
     bridge.current_catalogue(bridge.clock())  # logs what the mapping names and Poolweb lacks
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: (stop.set(), bridge.wake()))
     logging.getLogger("poolweb_slurm").info("bridge of cluster %s: partitions %s, Poolweb at %s", mapping.cluster,
                                             shown(mapping), api.url)
     bridge.run(stop)

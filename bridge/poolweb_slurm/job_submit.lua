@@ -4,10 +4,12 @@ Poolweb's gate, Slurm's job_submit/lua plugin (docs/slurm.md, decision 127).
 A job submitted to a gated partition is held by Slurm itself at submission: priority 0, a
 hold (squeue: PENDING, reason JobHeldUser) that slurmctld saves with the job and keeps across
 its restarts, and that only the bridge (root) lifts, with `scontrol release <id>`
-(slurm_job_modify refuses it to anyone else). The job's comment says who decides:
+(slurm_job_modify refuses it to anyone else). The job's comment says who decides, and once root
+releases it, where it runs (in the release's own RPC: no comment call per granted job):
 
     $ squeue -h -o '%i %T %r %k'
     12 PENDING JobHeldUser poolweb: waiting for the bridge to register this job
+    12 RUNNING None poolweb: granted, released on partition h100
 
 Jobs of other partitions pass untouched. A job naming gated and ungated partitions together is
 refused at sbatch time: Poolweb chooses the partition of a gated job when it grants it.
@@ -24,6 +26,7 @@ No network and no file I/O per job: slurmctld calls these functions under its lo
 ]]
 
 local HELD_COMMENT = "poolweb: waiting for the bridge to register this job"
+local GRANTED_COMMENT = "poolweb: granted, released on partition "
 local BRIDGE_UID = 0  -- the bridge runs as root on the controller (another account: with the bridge)
 
 local function gate_config_path()
@@ -110,6 +113,11 @@ end
 -- denied", the slurmctld log says why.
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
     if modify_uid == BRIDGE_UID then
+        -- The bridge's release of a granted job: its comment says so in the same RPC.
+        local releasing = job_desc.priority ~= slurm.NO_VAL and job_desc.priority ~= 0 and job_rec.priority == 0
+        if releasing and job_desc.comment == nil and split_by_gate(requested_partitions(job_rec.partition, part_list)) ~= "" then
+            job_desc.comment = GRANTED_COMMENT .. job_rec.partition
+        end
         return slurm.SUCCESS
     end
     if job_desc.partition ~= nil then

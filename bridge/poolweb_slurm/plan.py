@@ -8,7 +8,7 @@ the events that led there, so a poll after a restart of the bridge, of Poolweb o
 does what the first poll after the change would have done. The table it follows, per job::
 
     Slurm job \\ request   none        pending          allocated      preempting           ended (final)
-    held                   register    reason, place    release it     release the request  rejected: reason;
+    held                   register    reason, place    release it**   release the request  rejected: reason;
                                                                                             else cancel the job
     released or running    register*   hold it again    heartbeat      signal; at the grace cancel the job
                                                                        end, requeue held
@@ -19,6 +19,9 @@ does what the first poll after the change would have done. The table it follows,
 
     * a job running without a request the bridge knows: its registration finds the request its
       key named (after a restart), or makes a pending one, which holds the job again.
+    ** on the partition of the granted pool: pointed at it first when it asked for others too, or
+      waits for a begin time Slurm set when requeueing it; else released alone, one RPC a job, in
+      which the gate writes its comment ("granted, released on partition h100"; decision 149).
 """
 
 from __future__ import annotations
@@ -52,7 +55,10 @@ class Memory:
 class Plan:
     register: list[Submission] = field(default_factory=list)
     comments: dict[str, str] = field(default_factory=dict)  # job → the comment squeue shows
-    grants: dict[str, list[str]] = field(default_factory=dict)  # partition → held jobs to point there and release
+    grants: dict[str, list[str]] = field(default_factory=dict)  # partition → held jobs to release there
+    # ... of which those to point at it first: they asked for other partitions too, or wait for a
+    # begin time Slurm set when it requeued them
+    moves: set[str] = field(default_factory=set)
     signals: list[str] = field(default_factory=list)  # preempted jobs, signalled once per attempt
     requeue: dict[str, str] = field(default_factory=dict)  # running or ended job → the reason it is held again
     hold: dict[str, str] = field(default_factory=dict)  # released job not started → the reason it is held again
@@ -149,7 +155,10 @@ def allocated(steps: Plan, job: Job, request: Request, mapping: BridgeMapping, n
                                   f"{PARTITION_LABEL}=<partition> in Poolweb's editor, or add it to [pools] in "
                                   f"{mapping.source}"))
         return
-    steps.grants.setdefault(mapping.partition_of(request.pool), []).append(job.id)
+    partition = mapping.partition_of(request.pool)
+    steps.grants.setdefault(partition, []).append(job.id)
+    if job.partitions != (partition,) or (job.eligible is not None and job.eligible > now):
+        steps.moves.add(job.id)
 
 
 def preempting(steps: Plan, job: Job, request: Request, mapping: BridgeMapping, memory: Memory,

@@ -8,7 +8,7 @@ marks to forge another job. The actions go in batches where the command takes a 
     slurm = Slurm(partitions=("bare-metal", "h100"))
     jobs = slurm.jobs()                                   # [Job(id="12", user="ann", gpus=4, ...)]
     slurm.set_comments({"12": "poolweb: waiting: #3 in dev's queue"})
-    slurm.grant(["12"], partition="h100")                 # point it at h100, then release it
+    slurm.grant(["12"], partition="h100", moving=["12"])  # point it at h100, then release it
 
 Every call is bounded by ``timeout`` seconds; a failure is a ``SlurmError`` naming each job and
 what Slurm said about it.
@@ -20,7 +20,7 @@ import re
 import secrets
 import subprocess
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,6 +30,7 @@ COLUMNS = ("JobID", "ArrayJobID", "ArrayTaskID", "UserName", "Account", "Partiti
            "PriorityLong", "tres-per-job", "tres-per-node", "tres-per-task", "NumNodes", "NumTasks",
            "tres-alloc", "SubmitTime", "EligibleTime", "TimeLimit", "Name", "Comment")
 COMMENT_LENGTH = 200  # squeue shows it whole; a reason and a position fit in much less
+RELEASED_APART = 100  # jobs a release splits over the workers from
 # A job in one of these states has ended; squeue -t all shows it for MinJobAge (300 s by default).
 ENDED_STATES = frozenset({"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
                           "PREEMPTED", "REVOKED", "SPECIAL_EXIT", "TIMEOUT"})
@@ -116,27 +117,36 @@ class Slurm:
             by_text.setdefault(printable(text), []).append(job)
         self.each(["scontrol", "update", f"jobid={','.join(jobs)}", f"comment={text}"] for text, jobs in by_text.items())
 
-    def grant(self, jobs: Sequence[str], *, partition: str, comment: str = "") -> None:
-        """Points held jobs at ``partition`` (and writes ``comment``) and releases them: Slurm places
-        them on its nodes. A job that could not be moved is not released."""
+    def grant(self, jobs: Sequence[str], *, partition: str, moving: Collection[str] = ()) -> None:
+        """Releases held jobs: Slurm places them on its nodes. Those ``moving`` are first pointed at
+        ``partition``; a job that could not be moved is not released. A job that asked for this
+        partition alone, and whose begin time has come, needs no update: one RPC a job, not two."""
         if not jobs:
             return
-        # starttime=now: a requeued job waits out a BeginTime Slurm set (two minutes), which would
-        # leave Poolweb's grant idle; the bridge registers no job before its own --begin time.
-        update = ["scontrol", "update", f"jobid={','.join(jobs)}", f"partition={partition}", "starttime=now"]
-        try:
-            self.run(update + ([f"comment={printable(comment)}"] if comment else []))
-        except SlurmError as moved_not_all:
-            # Release only the jobs surely moved: when Slurm named no job, none is released.
-            if "*" not in moved_not_all.failures:
-                self.release([job for job in jobs if job not in moved_not_all.failures])
-            raise
+        if moving:
+            # starttime=now: a requeued job waits out a BeginTime Slurm set (two minutes), which would
+            # leave Poolweb's grant idle; the bridge registers no job before its own --begin time.
+            try:
+                self.run(["scontrol", "update", f"jobid={','.join(moving)}", f"partition={partition}",
+                          "starttime=now"])
+            except SlurmError as moved_not_all:
+                # Release only the jobs surely moved: when Slurm named no job, none is released.
+                if "*" not in moved_not_all.failures:
+                    self.release([job for job in jobs if job not in moved_not_all.failures])
+                raise
         self.release(jobs)
 
     def release(self, jobs: Sequence[str]) -> None:
+        """scontrol sends one RPC a job; a long list goes as ``workers`` calls at once, each every
+        ``workers``-th job (still oldest first), so that while slurmctld starts a wave, one job's
+        RPC waiting for its locks does not hold up the others' (decision 149)."""
         if not jobs:
             return
-        self.run(["scontrol", "release", ",".join(jobs)])
+        if len(jobs) < RELEASED_APART:
+            self.run(["scontrol", "release", ",".join(jobs)])
+            return
+        self.each((["scontrol", "release", ",".join(jobs[start::self.workers])] for start in range(self.workers)),
+                  "scontrol release")
 
     def requeue_held(self, jobs: Sequence[str]) -> None:
         """Running or ended batch jobs back to the queue, held (priority 0) until the bridge grants
@@ -177,7 +187,7 @@ class Slurm:
 
     # --- running commands -----------------------------------------------------------------------
 
-    def each(self, commands: Iterable[list[str]]) -> None:
+    def each(self, commands: Iterable[list[str]], name: str = "scontrol update") -> None:
         """Runs every command, ``workers`` at a time; raises one error for all the jobs that failed.
         1,000 comments of distinct texts took 4.4 s one after another, 2.3 s four at a time
         (decision 129): slurmctld answers several clients at once."""
@@ -185,7 +195,7 @@ class Slurm:
             outcomes = list(pool.map(self.failures_of, commands))
         failures = {job: message for outcome in outcomes for job, message in outcome.items()}
         if failures:
-            raise SlurmError("scontrol update", failures)
+            raise SlurmError(name, failures)
 
     def failures_of(self, command: list[str]) -> dict[str, str]:
         try:

@@ -108,13 +108,13 @@ class Api:
 
     def list(self, *, state: str | list[str] | None = None, policy: str | None = None, profile: str | None = None,
              pool: str | None = None, owner: str | None = None, labels: Mapping[str, str] | None = None,
-             limit: int = 100) -> list[Request]:
-        """Your requests (admins: everyone's), newest first, at most ``limit``; with ``labels``,
-        only those that have every one of them."""
+             limit: int = 100, page: int = PAGE) -> list[Request]:
+        """Your requests (admins: everyone's), newest first, at most ``limit``, ``page`` a call (the
+        server's most is 1000); with ``labels``, only those that have every one of them."""
         states = ",".join(state) if isinstance(state, list) else state
         params = {"state": states, "policy": policy, "profile": profile, "pool": pool, "owner": owner,
                   "label": [f"{key}={value}" for key, value in (labels or {}).items()] or None}
-        return [Request.from_json(item) for item in self._pages("/requests", params, limit)]
+        return [Request.from_json(item) for item in self._pages("/requests", params, limit, page)]
 
     def heartbeat(self, request: RequestRef) -> Request:
         """Renew the lease (R-50); ``Conflict`` unless the request is live — and, given a
@@ -229,11 +229,11 @@ class Api:
             return bool(self.transport.call("GET", "/management")["enabled"])
         return bool(self.transport.call("PUT", "/management", {"enabled": enabled})["enabled"])
 
-    def _pages(self, path: str, params: dict[str, Any], limit: int) -> Iterator[dict[str, Any]]:
-        """The items of a paginated list, page after page, until ``limit`` of them."""
+    def _pages(self, path: str, params: dict[str, Any], limit: int, size: int = PAGE) -> Iterator[dict[str, Any]]:
+        """The items of a paginated list, page after page of ``size``, until ``limit`` of them."""
         offset = 0
         while offset < limit:
-            page = self.transport.call("GET", path, params={**params, "limit": min(PAGE, limit - offset),
+            page = self.transport.call("GET", path, params={**params, "limit": min(size, limit - offset),
                                                             "offset": offset})
             items = page["results"] if isinstance(page, dict) else page
             yield from items

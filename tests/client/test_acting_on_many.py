@@ -41,6 +41,7 @@ def test_a_bridge_finds_its_requests_by_label_and_keeps_them_alive_and_gives_the
     bridge.submit(policy="dev", profile="one", owner="bob", labels={"slurm_cluster": "c2"})
 
     assert sorted(r.id for r in bridge.list(labels={"slurm_cluster": "c1"})) == sorted(j.id for j in jobs)
+    assert [r.id for r in bridge.list(labels={"slurm_cluster": "c1"}, page=1)] == [jobs[1].id, jobs[0].id]  # 2 pages
     assert [r.id for r in bridge.list(labels={"slurm_cluster": "c1", "slurm_job": "1"})] == [jobs[1].id]
 
     kept = bridge.act_many("heartbeat", [*granted, 10**9])

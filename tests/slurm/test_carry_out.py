@@ -7,11 +7,14 @@ accident; the real ones are in test_bridge.py."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
+import pytest
 from poolctl.models import BatchResult, Issue
 
 from poolweb_slurm.bridge import REFUSED_SECONDS, REGISTERED_MOST, Bridge
+from poolweb_slurm.comments import QUIET_SECONDS, Comments
 from poolweb_slurm.mapping import Submission
 from poolweb_slurm.plan import Plan
 from poolweb_slurm.slurm import SlurmError
@@ -40,7 +43,7 @@ class RecordingSlurm:
     def signal(self, jobs, signal):
         self.act("signal", jobs)
 
-    def grant(self, jobs, *, partition, comment=""):
+    def grant(self, jobs, *, partition, moving=()):
         self.act(f"grant {partition}", jobs)
 
     def set_comments(self, comments):
@@ -71,8 +74,10 @@ def test_a_request_is_released_only_once_its_job_is_held_again():
     stopped, other = request("preempting", id=41), request("preempting", id=42)
     steps = Plan(requeue={"12": "preempted", "13": "preempted"}, release=[("12", stopped), ("13", other)])
 
-    bridge(slurm, api).carry_out(steps, {}, NOW)
+    running = bridge(slurm, api)
+    running.carry_out(steps, {}, NOW)
 
+    assert running.comments.settled(timeout=10)
     assert ("requeuehold", ["12", "13"]) in slurm.calls
     assert api.calls == [("release", [42])]  # 41 waits for the next poll, which finds its job as it is then
     assert slurm.comments == {"13": "preempted"}
@@ -119,6 +124,7 @@ def test_a_poll_registers_at_most_registered_most_jobs_then_writes_comments_last
     running.carry_out(Plan(register=submissions, comments={"7": "poolweb: #1 in line"}), {}, NOW)
     running.registering.join(timeout=10)
     assert api.calls == [("submit", [f"slurm:clearml:{n}" for n in range(REGISTERED_MOST)])]
+    assert running.comments.settled(timeout=10)
     assert ("comment", ["7"]) in slurm.calls
 
 
@@ -144,30 +150,103 @@ def test_registration_runs_beside_the_polls_one_batch_at_a_time():
     assert api.calls == [("release", [41]), ("submit", ["slurm:clearml:12"])]
 
 
-def test_comments_beyond_the_budget_are_left_for_the_next_poll():
+class BlockedSlurm(RecordingSlurm):
+    """Its comment calls wait until the test lets them go: slurmctld busy launching a wave."""
+
+    def __init__(self):
+        super().__init__()
+        self.go, self.under_way = threading.Event(), threading.Event()
+
+    def set_comments(self, comments):
+        self.under_way.set()
+        self.go.wait(timeout=10)
+        super().set_comments(comments)
+
+
+def test_a_slow_comment_call_holds_up_no_grant_or_release():
+    slurm, api = BlockedSlurm(), RecordingApi()
+    running = bridge(slurm, api)
+    waiting = {str(job): f"poolweb: #{job} in line" for job in range(1, 9)}
+    running.carry_out(Plan(comments=waiting), {}, NOW)
+    granted = request("allocated", id=41)
+    assert slurm.under_way.wait(timeout=10)
+    # The next poll: its plan wants the comments not written yet again.
+    running.carry_out(Plan(grants={"h100": ["30"]}, release=[(None, granted)], comments=waiting), {}, NOW)
+    assert ("grant h100", ["30"]) in slurm.calls and api.calls == [("release", [41])]
+    slurm.go.set()
+    assert running.comments.settled(timeout=10)
+    assert running.comments.written_at() == dict.fromkeys(waiting, NOW)
+
+
+def test_what_the_next_plan_wants_replaces_the_comments_not_yet_written():
+    """Four texts a call: while the first call (jobs 1-4) is under way, the next poll's plan
+    wants only job 5, with a new place: jobs 6-8, granted meanwhile, are not written as waiting."""
+    slurm, api = BlockedSlurm(), RecordingApi()
+    running = bridge(slurm, api)
+    running.comments.want({str(job): f"poolweb: #{job} in line" for job in range(1, 9)})
+    assert slurm.under_way.wait(timeout=10)
+    running.comments.want({"1": "poolweb: #1 in line", "5": "poolweb: #1 in line"})
+    slurm.go.set()
+    assert running.comments.settled(timeout=10)
+    assert [jobs for name, jobs in slurm.calls] == [["1", "2", "3", "4"], ["5"]]
+    assert slurm.comments == {"5": "poolweb: #1 in line"}
+
+
+def test_no_comment_call_starts_while_a_poll_acts_on_slurm():
     slurm, api = RecordingSlurm(), RecordingApi()
     running = bridge(slurm, api)
-    running.write_comments({"7": "poolweb: #1 in line", "8": "poolweb: #2 in line"}, NOW, budget=0)
-    assert slurm.calls == [] and running.commented == {}
-    running.write_comments({"7": "poolweb: #1 in line", "8": "poolweb: #2 in line"}, NOW, budget=10)
-    assert running.commented == {"7": NOW, "8": NOW}
+    with running.comments.paused():
+        running.comments.want({"7": "poolweb: #1 in line"})
+        assert not running.comments.settled(timeout=0.2)
+        assert slurm.calls == []
+    assert running.comments.settled(timeout=10)
+    assert slurm.calls == [("comment", ["7"])]
 
 
-def test_a_poll_that_grants_leaves_most_comments_for_a_quieter_poll(monkeypatch):
-    """Each comment call takes 0.1 s of a clock the test moves: a poll with a grant writes for
-    MOVING_COMMENT_SECONDS (0.2 s), one without for COMMENT_SECONDS (1 s)."""
-    clock = [0.0]
-    monkeypatch.setattr("poolweb_slurm.bridge.time.monotonic", lambda: clock[0])
+def test_while_the_queue_moves_comments_wait_but_for_one_call_every_comment_seconds(monkeypatch):
+    clock = [1000.0]
+    monkeypatch.setattr("poolweb_slurm.comments.time.monotonic", lambda: clock[0])
+    slurm = RecordingSlurm()
+    comments = Comments(slurm, lambda: NOW, every=10)  # type: ignore[arg-type]
+    comments.want({"7": "poolweb: #1 in line"})
+    assert comments.settled(timeout=10)  # the queue rests: written at once
 
-    class SlowSlurm(RecordingSlurm):
+    comments.moving()  # a poll granted: the places change anyway
+    comments.want({"8": "poolweb: #2 in line"})
+    assert not comments.settled(timeout=0.3)
+    clock[0] += QUIET_SECONDS
+    assert comments.settled(timeout=10)
+
+    comments.moving()
+    comments.want({"9": "poolweb: #3 in line"})
+    clock[0] += 9
+    comments.moving()  # still moving, 9 s after the last call
+    assert not comments.settled(timeout=0.3)
+    clock[0] += 1
+    comments.moving()  # still moving, 10 s after it: one call anyway
+    assert comments.settled(timeout=10)
+    assert [jobs for name, jobs in slurm.calls] == [["7"], ["8"], ["9"]]
+    comments.stop(timeout=10)
+
+
+def test_a_bug_on_the_comment_thread_ends_the_bridge_loudly():
+    class Buggy(RecordingSlurm):
         def set_comments(self, comments):
-            clock[0] += 0.1
-            super().set_comments(comments)
+            raise ValueError("a bug")
 
-    waiting = {str(job): f"poolweb: #{job} in line" for job in range(1, 25)}  # 6 calls of 4 texts
-    granting, quiet = bridge(SlowSlurm(), RecordingApi()), bridge(SlowSlurm(), RecordingApi())
-    granting.carry_out(Plan(grants={"h100": ["30"]}, comments=waiting), {}, NOW)
-    quiet.carry_out(Plan(comments=waiting), {}, NOW)
+    running = bridge(Buggy(), RecordingApi())
+    running.comments.want({"7": "poolweb: #1 in line"})
+    running.comments.thread.join(timeout=10)
+    with pytest.raises(ValueError, match="a bug"):
+        running.run(threading.Event())
 
-    assert len(granting.commented) == 8  # two calls: the third would start past 0.2 s
-    assert len(quiet.commented) == 24
+
+def test_between_two_polls_the_bridge_waits_until_woken_or_stopped():
+    running, stop = bridge(RecordingSlurm(), RecordingApi()), threading.Event()
+    running.wake()
+    started = time.monotonic()
+    running.pause(stop, 30)  # woken before: returns at once, and is not woken any more
+    assert time.monotonic() - started < 5 and not running.woken.is_set()
+    stop.set()
+    running.pause(stop, 30)
+    assert time.monotonic() - started < 5

@@ -40,7 +40,9 @@ def test_a_job_of_a_gated_partition_waits_held_with_poolwebs_comment_until_relea
     assert queue_line(cluster, job_id) == held(job_id)
 
     cluster.run("scontrol", "release", job_id)  # what the bridge does on a grant
-    assert cluster.wait_for_job(job_id, {"COMPLETED"})["NodeList"] in {"gpu003", "gpu004"}
+    job = cluster.wait_for_job(job_id, {"COMPLETED"})
+    assert job["NodeList"] in {"gpu003", "gpu004"}
+    assert job["Comment"] == "poolweb: granted, released on partition h100"  # in the release's own RPC
 
 
 def test_a_job_naming_no_partition_passes_the_gate_of_the_default_partition(cluster):
@@ -60,6 +62,13 @@ def test_a_job_asking_for_two_gated_partitions_waits_for_poolweb_to_choose_one(c
     cluster.run("scontrol", "release", job_id)
     job = cluster.wait_for_job(job_id, {"COMPLETED"})
     assert job["Partition"] == "h100" and job["NodeList"] in {"gpu003", "gpu004"}
+    assert job["Comment"] == "poolweb: granted, released on partition h100"
+
+
+def test_a_job_of_an_ungated_partition_keeps_its_comment_when_root_releases_it(cluster):
+    job_id = cluster.submit("-p", "open", "-H", "--comment", "mine", "--wrap", "true")
+    cluster.run("scontrol", "release", job_id)
+    assert cluster.wait_for_job(job_id, {"COMPLETED"})["Comment"] == "mine"
 
 
 @pytest.mark.parametrize("partitions, gated, others", [("h100,open", "h100", "open"),

@@ -93,7 +93,18 @@ def test_a_job_that_ended_while_its_request_waited_withdraws_the_request():
 # --- allocated -----------------------------------------------------------------------------------
 
 def test_a_granted_held_job_is_pointed_at_the_granted_pool_s_partition_and_released():
-    only(planned(HELD, request("allocated")), grants={"h100": ["12"]})
+    only(planned(HELD, request("allocated")), grants={"h100": ["12"]}, moves={"12"})
+
+
+def test_a_granted_job_that_asked_for_that_partition_alone_is_only_released():
+    only(planned(dataclasses.replace(HELD, partitions=("h100",)), request("allocated")), grants={"h100": ["12"]})
+
+
+def test_a_granted_job_slurm_requeued_with_a_later_begin_time_is_pointed_again_to_start_now():
+    requeued = dataclasses.replace(HELD, partitions=("h100",), eligible=NOW + timedelta(seconds=110))
+    only(planned(requeued, request("allocated")), grants={"h100": ["12"]}, moves={"12"})
+    began = dataclasses.replace(requeued, eligible=NOW - timedelta(seconds=1))
+    only(planned(began, request("allocated")), grants={"h100": ["12"]})
 
 
 def test_a_running_job_is_heartbeaten_each_third_of_its_lease():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from poolweb_slurm.slurm import COMMENT_LENGTH, Slurm, SlurmError
+from poolweb_slurm.slurm import COMMENT_LENGTH, RELEASED_APART, Slurm, SlurmError
 
 from tests.slurm.cluster import Cluster
 
@@ -87,7 +87,7 @@ def test_a_grant_points_a_held_job_at_its_partition_and_it_runs_there_with_its_g
     job = cluster.submit("-p", "bare-metal,h100", "--gres=gpu:4", f"--output={output}",
                          "--wrap", "echo GPUS=$SLURM_GPUS_ON_NODE; sleep 60")
 
-    slurm.grant([job], partition="h100")
+    slurm.grant([job], partition="h100", moving=[job])
 
     running = cluster.wait_for_job(job, {"RUNNING"})
     assert running["Partition"] == "h100" and running["NodeList"] in {"gpu003", "gpu004"}
@@ -144,7 +144,7 @@ def test_a_failure_names_the_job_and_slurms_message_and_the_others_are_done(clus
     assert jobs_by_id(slurm)[job].comment == "poolweb: fine"
 
     with pytest.raises(SlurmError) as failed:
-        slurm.grant([job], partition="no-such-partition")
+        slurm.grant([job], partition="no-such-partition", moving=[job])
     assert failed.value.failures == {job: f"Invalid partition name specified for job {job}"}
     assert jobs_by_id(slurm)[job].held  # not moved, so not released
     cluster.run("scancel", job)
@@ -182,7 +182,7 @@ def test_one_grant_call_pair_releases_many_jobs_and_one_task_of_an_array(cluster
     array = cluster.submit("-p", "bare-metal,h100", "--gres=gpu:1", "-a", "1-3", "--wrap", "sleep 30")
     slurm.calls.clear()
 
-    slurm.grant([*jobs, f"{array}_2"], partition="h100")
+    slurm.grant([*jobs, f"{array}_2"], partition="h100", moving=[*jobs, f"{array}_2"])
 
     assert [command[:2] for command in slurm.calls] == [["scontrol", "update"], ["scontrol", "release"]]
     for job in (*jobs, f"{array}_2"):
@@ -192,8 +192,34 @@ def test_one_grant_call_pair_releases_many_jobs_and_one_task_of_an_array(cluster
     cluster.run("scancel", *jobs, array)
 
 
+def test_jobs_that_asked_for_the_granted_partition_alone_are_only_released(cluster, slurm):
+    moved = cluster.submit("-p", "bare-metal,h100", "--gres=gpu:1", "--wrap", "sleep 30")
+    placed = [cluster.submit("-p", "h100", "--gres=gpu:1", "--wrap", "sleep 30") for _ in range(2)]
+    slurm.calls.clear()
+
+    slurm.grant([moved, *placed], partition="h100", moving=[moved])
+
+    assert slurm.calls == [["scontrol", "update", f"jobid={moved}", "partition=h100", "starttime=now"],
+                           ["scontrol", "release", ",".join([moved, *placed])]]
+    for job in (moved, *placed):
+        assert cluster.wait_for_job(job, {"RUNNING"})["Partition"] == "h100"
+    cluster.run("scancel", moved, *placed)
+
+
 def test_a_jobs_time_limit_is_read_in_seconds(cluster, slurm):
     timed, untimed = (cluster.submit("-p", "h100", *options, "--wrap", "true") for options in (("--time=90",), ()))
     jobs = jobs_by_id(slurm)
     assert jobs[timed].time_limit_seconds == 5400
     cluster.run("scancel", timed, untimed)
+
+
+def test_a_long_release_goes_as_four_calls_at_once_each_every_fourth_job(cluster, slurm):
+    # Begin times an hour away: released, they wait for it instead of filling the nodes.
+    jobs = [cluster.submit("-p", "h100", "--begin=now+3600", "--wrap", "true") for _ in range(RELEASED_APART)]
+    slurm.calls.clear()
+
+    slurm.release(jobs)
+
+    assert sorted(slurm.calls) == sorted(["scontrol", "release", ",".join(jobs[start::4])] for start in range(4))
+    assert not any(job.held for job in slurm.jobs() if job.id in jobs)
+    cluster.run("scancel", *jobs)

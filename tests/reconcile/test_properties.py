@@ -489,3 +489,21 @@ def test_r47_a_request_barred_from_room_a_reclaim_takes_finds_its_victims_in_the
     actions = [("pass",)] * 3 + [*submit[:2], ("capacity", 0, (1, 0)), ("pass",), *submit[2:], ("pass",)]
     reworded, made = _walk(config, actions, timedelta(seconds=30))
     assert made == {"Reclaimed": 1, "PreemptedByPriority": 1} and not reworded, reworded
+
+
+def test_r47_a_bar_the_reclaim_no_longer_needs_is_lifted():  # I-8; found by the property above in CI
+    """cv's 5 and 7 are granted on a100 and reclaimed by ml's 6 at once, so barred; decided again,
+    ml's re-queued 3 takes room there and ml's limit then stops 6: 7's bar has no reason left, and
+    the next pass granted 7. Lifted, 7 is granted in the first pass."""
+    order = ("job", "half")
+    pools = (Pool("h100", Vector.of(gpu=0.5), execution_order=order), Pool("a100", Vector.of(gpu=2), execution_order=order))
+    config = Config(pools, (Profile("job", Vector.of(gpu=1), True, ("h100", "a100"), ("ml", "cv", "ops")),
+                            Profile("half", Vector.of(gpu=0.5), False, ("h100", "a100"), ("ml", "cv"))),
+                    (Policy("ml", quotas=(Quota("a100", "gpu", 2000, 2000),)), Policy("cv", priority=5), Policy("ops")))
+    actions = [("submit", 5, (("mcpu", 2),), (True, 1, 300)), ("submit", 6, (("gpu", 2),), (True, 0, 300)),
+               ("submit", 10, (("gpu", 3),), (True, 1, 300)), ("pass",), ("release", 0),
+               ("submit", 1, (("gpu", 1),), (True, 0, 300)), ("submit", 9, (), (True, 0, 300)),
+               ("submit", 10, (), (True, 0, 300)), ("pass",), ("wait", 10),
+               ("submit", 1, (("gpu", 1),), (True, 0, 300)), ("pass",)]
+    reworded, _ = _walk(config, actions, timedelta(seconds=10))
+    assert not reworded, reworded

@@ -22,7 +22,7 @@ With 8 gpu in use, a hold of 4 gpu whose victim holds 4 takes no further room fo
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from operator import attrgetter
 from typing import NamedTuple
@@ -159,13 +159,11 @@ class Ledger:
         if not reserved or held is None:
             yield
             return
-        for key, amount in reserved.items():
-            held[key] -= amount
+        _add(held, reserved, -1)
         try:
             yield
         finally:
-            for key, amount in reserved.items():
-                held[key] += amount
+            _add(held, reserved)
 
     def fits_as_backfill(self, terms: PoolTerms, resources: Vector, preemptible: bool) -> bool:
         """R-49: whether the request would fit if the room held for overdue requests were free."""
@@ -185,24 +183,16 @@ class Ledger:
     def _take(self, hold: Hold, request_id: int) -> None:
         self.holds[request_id] = hold
         self.charge(hold.policy, hold.pool, hold.resources, hold.preemptible, pool_room=False)
-        held = self.held[hold.pool]
-        for key, amount in hold.room.items():
-            held[key] = held.get(key, 0) + amount
+        _add(self.held[hold.pool], hold.room)
         if hold.reserving:
-            reserved = self.reserved[hold.pool]
-            for key, amount in hold.room.items():
-                reserved[key] = reserved.get(key, 0) + amount
+            _add(self.reserved[hold.pool], hold.room)
 
     def _give_back(self, request_id: int) -> Hold:
         hold = self.holds.pop(request_id)
         self.charge(hold.policy, hold.pool, hold.resources, hold.preemptible, sign=-1, pool_room=False)
-        held = self.held[hold.pool]
-        for key, amount in hold.room.items():
-            held[key] -= amount
+        _add(self.held[hold.pool], hold.room, -1)
         if hold.reserving:
-            reserved = self.reserved[hold.pool]
-            for key, amount in hold.room.items():
-                reserved[key] -= amount
+            _add(self.reserved[hold.pool], hold.room, -1)
         return hold
 
     @contextmanager
@@ -283,6 +273,11 @@ class Ledger:
 Bounds = Callable[[KeyChecks], tuple[Check, ...]]  # which bounds of a key a breach is looked for in
 _LIMITS: Bounds = attrgetter("limits")
 _RESERVATIONS: Bounds = attrgetter("reservations")
+
+
+def _add(usage: Usage, amounts: Mapping[str, int], sign: int = 1) -> None:
+    for key, amount in amounts.items():
+        usage[key] = usage.get(key, 0) + sign * amount
 
 
 def _first_breach(terms: PoolTerms, resources: Vector, usage_of, bounds: Bounds) -> Breach | None:

@@ -63,7 +63,6 @@ class Reservations:
         self.config, self.ledger, self.now = config, ledger, now
         self.waits = max_waits(config)
         self.starts: dict[str, datetime | None] = {}  # pool → when its senior reservation can start
-        self.metered: dict[str, frozenset[str]] = {}  # pool → the keys it meters, of the pools reserved on
         self.due: datetime | None = None  # the first moment a request waiting now becomes overdue
 
     def take(self, groups: Sequence[QueueGroup]) -> None:
@@ -94,7 +93,6 @@ class Reservations:
             if where is None:
                 continue
             ledger.reserve(request_id, group.policy, where, group.resources, group.preemptible)
-            self.metered[where.pool] = frozenset(where.keys)
             if self.still_needed(request_id):
                 closed.add(where.pool)
             elif index + 1 < end:
@@ -135,9 +133,9 @@ class Reservations:
     def still_needed(self, request_id: int) -> Usage:
         """What a reserving request lacks beyond the room held for it, per key its pool meters."""
         hold = self.ledger.holds[request_id]
-        metered = self.metered[hold.pool]
+        unmetered = self.ledger.unmetered.get(hold.pool, ())
         return {key: amount - hold.room.get(key, 0) for key, amount in hold.resources.items()
-                if key in metered and amount > hold.room.get(key, 0)}
+                if key not in unmetered and amount > hold.room.get(key, 0)}
 
     def backfills(self, ordered: Sequence[QueueGroup], barred: Collection[tuple[int, str]],
                   ) -> Iterator[tuple[QueueGroup, int, int]]:

@@ -5,7 +5,9 @@ controller::
     cp "$(python -m poolweb_slurm gate-script)" /etc/slurm/job_submit.lua
 
 and the bridge, ``poolweb-slurm run`` (``cli``): ``plan`` (what one poll does, a pure function of
-both sides), ``bridge`` (the loop that reads both sides and carries the plan out), ``slurm``
+both sides), ``bridge`` (the loop that reads both sides and carries the plan out),
+``allocations`` (grants between two polls, from Poolweb's event stream), ``comments`` (what
+``squeue`` shows of a waiting job, written on a thread of its own), ``slurm``
 (Slurm's commands), ``partitions`` (which partition is which pool: the pools' ``slurm_partition``
 labels and the file), ``mapping_file`` and ``mapping`` (from a job to a Poolweb request).
 """

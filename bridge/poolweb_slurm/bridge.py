@@ -6,10 +6,12 @@ Poolweb, where a request is released only once its job's Slurm action went throu
     bridge = Bridge(load_mapping(), Api(), Slurm(partitions=mapping.pools))
     bridge.run(stop)                    # until stop is set; or bridge.poll() for one round
 
-It keeps nothing on disk: each poll rebuilds the picture from Slurm and Poolweb (a request names
-its job in the label ``slurm_job``; a registration retried after a restart finds the request its
-key named). A poll that cannot read either side does nothing and the next one comes after a
-backoff; an action that fails for some jobs leaves their requests as they are, for the next poll.
+Between two polls, an allocation the event stream reports is granted at once (decision 193,
+allocations.py). It keeps nothing on disk: each poll rebuilds the picture from Slurm and Poolweb
+(a request names its job in the label ``slurm_job``; a registration retried after a restart finds
+the request its key named). A poll that cannot read either side does nothing and the next one
+comes after a backoff; an action that fails for some jobs leaves their requests as they are, for
+the next poll.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ from poolctl.api import Api
 from poolctl.errors import PoolctlError
 from poolctl.models import BatchResult, Request
 
+from poolweb_slurm.allocations import Allocations
 from poolweb_slurm.comments import Comments
 from poolweb_slurm.mapping import Catalogue, Submission, problems
 from poolweb_slurm.mapping_file import BridgeMapping
 from poolweb_slurm.partitions import partitions
-from poolweb_slurm.plan import LIVE, Memory, Plan, comment, plan
+from poolweb_slurm.plan import LIVE, Memory, Plan, comment, early_grants, plan
 from poolweb_slurm.slurm import Job, Slurm, SlurmError
 
 log = logging.getLogger("poolweb_slurm")
@@ -67,7 +70,14 @@ class Bridge:
         self.registering: threading.Thread | None = None
         self.registering_failed: BaseException | None = None
         self.lock = threading.Lock()
-        self.woken = threading.Event()  # ends the wait between two polls
+        self.woken = threading.Event()  # ends the wait between two polls, or grants what was allocated
+        self.poll_wanted = False  # ... the former
+        # What the last poll saw, for the grants between two polls (decision 193): its jobs, the
+        # requests it read, and the jobs released since.
+        self.allocations = Allocations(api, cluster=mapping.cluster, arrived=self.woken.set)
+        self.seen: dict[str, Job] = {}
+        self.polled: dict[str, Request] = {}
+        self.released: set[str] = set()
         self.reader = ThreadPoolExecutor(1, thread_name_prefix="poolweb-slurm read")  # Poolweb's side of a poll
 
     # --- the loop -------------------------------------------------------------------------------
@@ -80,8 +90,9 @@ class Bridge:
         while not stop.is_set():
             if self.registering_failed is not None:
                 raise self.registering_failed
-            if self.comments.broken is not None:
-                raise self.comments.broken
+            for thread in (self.comments, self.allocations):
+                if thread.broken is not None:
+                    raise thread.broken
             try:
                 acted = bool(self.poll())
                 failures = 0
@@ -94,20 +105,24 @@ class Bridge:
         if self.registering is not None:
             self.registering.join(timeout=LONGEST_WAIT)  # a batch under way ends, or is retried at start
         self.comments.stop(timeout=LONGEST_WAIT)
+        self.allocations.stop(timeout=LONGEST_WAIT)
         self.reader.shutdown()
 
     def wake(self) -> None:
         """The next poll now, or the loop's end: the process is stopping."""
+        self.poll_wanted = True
         self.woken.set()
 
     def pause(self, stop: threading.Event, seconds: float) -> None:
         """Until ``seconds`` have passed, the bridge is woken, or ``stop`` is set (seen within half
-        a second even when nothing wakes the bridge)."""
+        a second even when nothing wakes the bridge); granting meanwhile what Poolweb allocates."""
         deadline = time.monotonic() + seconds
-        while not stop.is_set() and (left := deadline - time.monotonic()) > 0:
+        while not stop.is_set() and not self.poll_wanted and (left := deadline - time.monotonic()) > 0:
             if self.woken.wait(min(left, 0.5)):
-                break
+                self.woken.clear()
+                self.grant_allocated()
         self.woken.clear()
+        self.poll_wanted = False
 
     def poll(self) -> Plan:
         # Both sides at once (decision 159): under a burst each takes up to seconds, and the grants
@@ -118,9 +133,11 @@ class Bridge:
             jobs = self.slurm.jobs()
         finally:
             live = listed.result()
+        self.allocations.follow(self.account)
         with self.lock:
             ended = dict(self.ended)
         requests = {**ended, **live}
+        self.seen, self.polled, self.released = {job.id: job for job in jobs}, requests, set()
         now = self.clock()
         catalogue = self.current_catalogue(now) if needs_registration(jobs, requests) else None
         steps = plan(jobs, requests, mapping=self.mapping, catalogue=catalogue,
@@ -128,6 +145,19 @@ class Bridge:
         self.carry_out(steps, requests, now)
         self.forget({job.id for job in jobs})
         return steps
+
+    def grant_allocated(self) -> None:
+        """Between two polls, the jobs whose requests Poolweb allocated since the last read them, as
+        far as that poll saw them held (decision 193): one release per partition, as a poll's."""
+        allocated = self.allocations.take()
+        if not allocated:
+            return
+        held = {job_id: job for job_id, job in self.seen.items() if job_id not in self.released}
+        steps = early_grants(held, self.polled, allocated, mapping=self.mapping, now=self.clock())
+        if steps.grants:
+            self.comments.moving()
+            with self.comments.paused():
+                self.act_on_slurm(steps, allocated, self.clock())
 
     # --- reading Poolweb -----------------------------------------------------------------------
 
@@ -204,6 +234,7 @@ class Bridge:
                                       signalled)
         self.signalled.update({(job, attempt): now for job, attempt in signalled.items() if job not in signal_failed})
         for partition, jobs in steps.grants.items():
+            self.released.update(jobs)  # failed or not: the next poll sees which are held
             moving = [job for job in jobs if job in steps.moves]
             self.on_slurm(f"granted on {partition}", lambda jobs, partition=partition, moving=moving: self.slurm.grant(
                 jobs, partition=partition, moving=moving), jobs)

@@ -94,6 +94,25 @@ def plan(jobs: Sequence[Job], requests: Mapping[str, Request], *, mapping: Bridg
     return steps
 
 
+def early_grants(jobs: Mapping[str, Job], polled: Mapping[str, Request], allocations: Mapping[str, Request], *,
+                 mapping: BridgeMapping, now: datetime) -> Plan:
+    """The grants of requests Poolweb allocated after the last poll read them (the event stream
+    said so, decision 193), to jobs that poll saw held (``jobs``, less those released since): the
+    ``allocated`` row of the table, ahead of the next poll. An allocation no newer than what the
+    poll read (``polled``) is left to the polls: an attempt only grows, and within one attempt
+    only ``pending`` comes before ``allocated``."""
+    steps = Plan()
+    for job in sorted((jobs[job_id] for job_id in allocations if job_id in jobs), key=submission_order):
+        request, before = allocations[job.id], polled.get(job.id)
+        if not job.held or job.ended:
+            continue
+        if before is None or request.attempt > before.attempt or (request.attempt == before.attempt
+                                                                  and before.state == "pending"):
+            allocated(steps, job, request, mapping, now)
+    steps.comments.clear()  # a pool no partition maps to: the poll says so
+    return steps
+
+
 def submission_order(job: Job) -> tuple[datetime, int, int]:
     """Oldest first; squeue lists newest first. ``12_3`` after ``12_2``, both after ``11``."""
     base, _, task = job.id.partition("_")

@@ -195,12 +195,12 @@ def test_clearml_s_example_through_sbatch(site, bridge):
     wait_until(lambda: placements(site, dev + research) ==
                ["bare-metal", "bare-metal", "held", "held", "h100", "h100", "held", "held"],
                "research to reclaim H100 from dev's borrowed jobs", seconds=60)
-    shown = site.squeue()
-    assert all(shown[job][0] == "PENDING" for job in dev[2:] + research[2:])
-    for job in dev[2:] + research[2:]:  # Poolweb's reason where squeue shows it
-        request = site.request_of(job)
-        assert request.state == "pending"
-        assert shown[job][2].startswith("poolweb: #"), shown[job]
+    # Poolweb's reason and place where squeue shows it, written once the queue rests (a second)
+    waiting = dev[2:] + research[2:]
+    wait_until(lambda: all(site.squeue()[job][2].startswith("poolweb: #") for job in waiting),
+               "the waiting jobs' places in squeue", seconds=15)
+    assert all(site.squeue()[job][0] == "PENDING" for job in waiting)
+    assert all(site.request_of(job).state == "pending" for job in waiting)
     for job in dev[:2] + research[:2]:  # the same placement as the API gives
         request = site.request_of(job)
         assert (request.state, request.pool) == ("allocated", site.running()[job])
@@ -315,3 +315,25 @@ def test_a_waiting_job_released_by_hand_is_held_again(site, bridge):
     wait_until(lambda: site.cluster.job(over)["Priority"] == "0", "the bridge to hold it again", seconds=15)
     assert site.request_of(over).state == "pending"
     assert "held again until Poolweb grants it" in site.cluster.job(over)["Comment"]
+
+
+def test_a_grant_reaches_its_job_between_two_polls(site, tmp_path):
+    """Poolweb's event stream says the moment it allocates (decision 193): the bridge releases the
+    job then, not at its next poll — here a minute away. Capacity frees on Poolweb's side (root's
+    own grants through the API fill dev's limit of 16), which no squeue shows."""
+    slow = tmp_path / "slow-polls.toml"
+    slow.write_text(MAPPING.replace("poll_seconds = 0.3", "poll_seconds = 60"))
+    held = [result.request for result in site.api.submit_batch(
+        [{"policy": "dev", "profile": "4xgpu", "owner": "root", "idempotency_key": f"api-{n}"} for n in range(4)])]
+    wait_until(lambda: all(site.api.get(request).state == "allocated" for request in held), "root's API grants")
+    job = site.sbatch("-A", "dev", "--gres=gpu:4")
+    bridge = BridgeProcess(site, slow)
+    bridge.start()
+    try:
+        wait_until(lambda: site.squeue()[job][2].startswith("poolweb: #1 in line"), "the job's place in squeue")
+        time.sleep(1)  # the polls that registered it and wrote its place are over: the next is a minute away
+        site.api.release(held[0])
+        wait_until(lambda: job in site.running(), "the job to run before the next poll", seconds=30)
+        assert f"granted on bare-metal: {job}" in bridge.output()
+    finally:
+        assert bridge.stop() == 0, bridge.output()[-5000:]

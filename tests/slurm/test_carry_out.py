@@ -12,13 +12,15 @@ from datetime import timedelta
 
 import pytest
 from poolctl.models import BatchResult, Issue
+from poolctl.stream import Event, StreamDown
 
+from poolweb_slurm.allocations import Allocations
 from poolweb_slurm.bridge import REFUSED_SECONDS, REGISTERED_MOST, Bridge
 from poolweb_slurm.comments import QUIET_SECONDS, Comments
 from poolweb_slurm.mapping import Submission
 from poolweb_slurm.plan import Plan
 from poolweb_slurm.slurm import SlurmError
-from tests.slurm.examples import MAPPED, NOW, request
+from tests.slurm.examples import HELD, MAPPED, NOW, request
 
 
 class RecordingSlurm:
@@ -250,3 +252,108 @@ def test_between_two_polls_the_bridge_waits_until_woken_or_stopped():
     stop.set()
     running.pause(stop, 30)
     assert time.monotonic() - started < 5
+
+
+# --- grants between two polls (decision 193) ------------------------------------------------------
+
+ACCOUNT = "slurm-bridge"
+
+
+def ours(job: str = "12", state: str = "allocated", **changes) -> object:
+    """A request of the bridge's, for one of its cluster's jobs."""
+    return request(state, **{"submitted_by": ACCOUNT, "labels": {"slurm_cluster": "clearml", "slurm_job": job},
+                             **changes})
+
+
+def test_an_allocation_reported_between_two_polls_is_granted_at_once_and_once():
+    slurm = RecordingSlurm()
+    running, stop = bridge(slurm, RecordingApi()), threading.Event()
+    running.seen, running.polled = {"12": HELD}, {"12": request("pending")}  # what the last poll saw
+    running.allocations.account = ACCOUNT
+    running.allocations.keep(ours())
+    assert running.woken.is_set()
+    started = time.monotonic()
+    running.pause(stop, 1)
+    assert slurm.calls == [("grant h100", ["12"])]
+    assert time.monotonic() - started >= 0.9  # the wait goes on: granting is not polling
+
+    running.allocations.keep(ours())  # the same again, or an event the poll saw first
+    running.pause(stop, 0.2)
+    assert slurm.calls == [("grant h100", ["12"])]
+
+
+def test_only_the_bridge_s_own_requests_of_its_cluster_are_kept_and_the_newest_state_wins():
+    woken = []
+    allocations = Allocations(RecordingApi(), cluster="clearml",  # type: ignore[arg-type]
+                              arrived=lambda: woken.append(1))
+    allocations.account = ACCOUNT
+    allocations.keep(ours("12", submitted_by="someone-else"))
+    allocations.keep(request("allocated", owner="ann", labels={"slurm_cluster": "clearml", "slurm_job": "12"}))
+    allocations.keep(ours("13", labels={"slurm_cluster": "other", "slurm_job": "13"}))
+    allocations.keep(ours("14"))
+    allocations.keep(ours("15"))
+    allocations.keep(ours("15", state="preempting"))
+    assert list(allocations.take()) == ["14"] and woken == [1, 1]
+    assert allocations.take() == {}
+
+
+class ScriptedStream:
+    """Gives its events, then is down once, then gives the rest; then nothing."""
+
+    def __init__(self, events: list[Event | str]):
+        self.events = events
+
+    def receive(self, timeout: float) -> Event | None:
+        if not self.events:
+            time.sleep(min(timeout, 0.05))
+            return None
+        event = self.events.pop(0)
+        if event == "down":
+            raise StreamDown("connection refused")
+        return event
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_event_thread_keeps_allocations_across_a_stream_that_goes_down(caplog):
+    def updated(job: str) -> Event:
+        data = {"id": int(job), "state": "allocated", "pool": "h100", "attempt": 1, "submitted_by": ACCOUNT,
+                "labels": {"slurm_cluster": "clearml", "slurm_job": job}}
+        return Event("request.updated", seq=int(job), data=data)
+
+    class StreamingApi(RecordingApi):
+        def event_stream(self):
+            return ScriptedStream([updated("12"), Event("pool.updated", seq=13, data={"name": "h100"}),
+                                   Event("request.updated", seq=14, data={"id": "not a request"}),
+                                   "down", updated("15")])
+
+    arrived = threading.Event()
+    allocations = Allocations(StreamingApi(), cluster="clearml", arrived=arrived.set)  # type: ignore[arg-type]
+    allocations.follow(ACCOUNT)
+    try:
+        deadline = time.monotonic() + 10
+        taken: dict = {}
+        while set(taken) != {"12", "15"} and time.monotonic() < deadline:
+            arrived.wait(timeout=0.5)
+            arrived.clear()
+            taken.update(allocations.take())
+        assert set(taken) == {"12", "15"}
+    finally:
+        allocations.stop(timeout=10)
+    assert allocations.broken is None
+    assert "the event stream is down (connection refused)" in caplog.text
+    assert "an event the bridge cannot read" in caplog.text and "the event stream is back" in caplog.text
+
+
+def test_a_bug_on_the_event_thread_ends_the_bridge_loudly():
+    class Buggy(RecordingApi):
+        def event_stream(self):
+            raise ValueError("a bug")
+
+    running = bridge(RecordingSlurm(), Buggy())
+    running.allocations.follow(ACCOUNT)
+    running.allocations.thread.join(timeout=10)
+    with pytest.raises(ValueError, match="a bug"):
+        running.run(threading.Event())
+

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from poolweb_slurm.mapping_file import parse_mapping
-from poolweb_slurm.plan import Memory, Plan, plan
+from poolweb_slurm.plan import Memory, Plan, early_grants, plan
 from tests.slurm.examples import CATALOGUE, ENDED, HELD, MAPPED, MAPPING, NOW, RELEASED, RUNNING, request
 
 
@@ -211,3 +211,38 @@ def test_r54_a_waiting_job_s_comment_says_when_it_starts():
     only(steps, comments={"12": f"poolweb: #3 in line for bare-metal, starts ≈ {when}: waiting for 4 gpu on bare-metal"})
     unknown = planned(HELD, request("pending", position=3, queue_pool="bare-metal", eta_basis="unknown"))
     only(unknown, comments={"12": "poolweb: #3 in line for bare-metal: waiting for 4 gpu on bare-metal"})
+
+
+# --- between two polls: allocations the event stream reported (decision 193) ---------------------
+
+def early(slurm_job, allocation, polled=None) -> Plan:
+    return early_grants({slurm_job.id: slurm_job}, {slurm_job.id: polled} if polled else {},
+                        {slurm_job.id: allocation}, mapping=MAPPED, now=NOW)
+
+
+def test_an_allocation_reported_between_two_polls_releases_its_held_job_as_a_poll_would():
+    granted = request("allocated")
+    assert early(HELD, granted, polled=request("pending")) == planned(HELD, granted)
+    only(early(HELD, granted), grants={"h100": ["12"]}, moves={"12"})  # registered after the poll's read
+
+
+def test_an_allocation_is_not_granted_early_to_a_job_the_poll_did_not_see_held():
+    for seen in (RELEASED, RUNNING, ENDED):
+        only(early(seen, request("allocated")))
+    only(early_grants({}, {}, {"12": request("allocated")}, mapping=MAPPED, now=NOW))  # unknown to the poll
+
+
+def test_an_allocation_no_newer_than_what_the_poll_read_is_left_to_the_polls():
+    """A late event of attempt 1's grant must not release the job Poolweb queued again, nor one
+    whose request the poll read as reclaimed or ended."""
+    first = request("allocated", attempt=1)
+    for polled in (request("pending", attempt=2), request("preempting", attempt=1), request("allocated", attempt=1),
+                   request("cancelled", attempt=1)):
+        only(early(HELD, first, polled=polled))
+    only(early(HELD, request("allocated", attempt=2), polled=request("preempting", attempt=1)),
+         grants={"h100": ["12"]}, moves={"12"})
+
+
+def test_an_early_grant_to_a_pool_no_partition_maps_is_left_to_the_poll_s_comment():
+    only(early(HELD, request("allocated", pool="a100")))
+

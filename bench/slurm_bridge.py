@@ -30,8 +30,12 @@ around its calls, writing them to PROFILE when it stops; its polls' timeline goe
 cost: the CPU the bridge, the server and slurmctld use while nothing is submitted, before the
 gated burst.
 
+Beside the times, the CPU seconds slurmctld, the server and the bridge used during each run: what
+the gate's own processes take from the two cores the jobs and slurmctld share.
+
 Needs root and Debian's Slurm; skips, saying why, without them. ``BENCH_SHORT=1``: 4 nodes, 40
-jobs, nothing written. Prints a table and writes the "slurm_bridge" section of bench/results.json.
+jobs, nothing written; ``BENCH_KEEP_LOGS=DIR``: slurmctld's and the bridge's logs copied there.
+Prints a table and writes the "slurm_bridge" section of bench/results.json.
 """
 
 from __future__ import annotations
@@ -225,6 +229,10 @@ def main() -> None:
     try:
         figures = measured(directory)
     finally:
+        if keep := os.environ.get("BENCH_KEEP_LOGS"):  # slurmctld's and the bridge's logs, to read a run again
+            for log in (directory / "cluster" / "log" / "slurmctld.log", directory / "bridge.log"):
+                with contextlib.suppress(OSError):
+                    shutil.copy(log, Path(keep) / log.name)
         shutil.rmtree(directory, ignore_errors=True)
     report(figures)
     # The section is replaced, not merged: which kinds of calls the bridge made varies from run to run.
@@ -254,16 +262,20 @@ def measured(directory: Path) -> dict[str, float]:
             Cluster.started(directory / "cluster", layout) as cluster:
         print(f"cluster of {NODES} nodes and server up in {time.monotonic() - started:.0f} s; "
               f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
+        plane = control_plane(None, server, cluster)
+        before = cpu_by_group(plane)
         peer = measure(cluster, "peer", PEER)
-        figures.update(peer.figures())
+        figures.update(peer.figures(), **cpu_spent("peer", before, plane))
         figures["load_1m_between"] = os.getloadavg()[0]
         print(f"peer run done: {json.dumps(peer.figures())}", file=sys.stderr)
         mapping = directory / "slurm-bridge.toml"
         mapping.write_text(MAPPING)
         with bridge_running(cluster, server, token, mapping) as bridge:
             figures.update(idle_cost(bridge, server, cluster))
+            plane = control_plane(bridge, server, cluster)
+            before = cpu_by_group(plane)
             gated = measure(cluster, "gated", GATED)
-            figures.update(gated.figures())
+            figures.update(gated.figures(), **cpu_spent("gated", before, plane))
             figures["load_1m_end"] = os.getloadavg()[0]
         figures.update(where_the_time_goes(gated, bridge.profile()))
     figures.update(compared(figures))
@@ -291,20 +303,36 @@ def prepare_database() -> str:
     return token_issue(user=bridge)
 
 
-def idle_cost(bridge: BridgeProcess, server, cluster) -> dict[str, float]:
-    """CPU (% of one core) of the bridge, the server's processes and slurmctld over IDLE_SECONDS
-    with nothing submitted: what polling every POLL_SECONDS costs when there is nothing to do."""
+def control_plane(bridge: BridgeProcess | None, server, cluster) -> dict[str, Callable[[], set[int]]]:
+    """The processes of the bridge (None: not started), the server and slurmctld, by group."""
     from tests.live_server import descendants
 
     controller = next(process.pid for process in cluster.processes if process.args[0].endswith("slurmctld"))
-    groups = {"bridge": lambda: {bridge.process.pid},
-              "server": lambda: {server.process.pid} | descendants(server.process.pid),
-              "slurmctld": lambda: {controller}}
+    return {"bridge": lambda: {bridge.process.pid} if bridge else set(),
+            "server": lambda: {server.process.pid} | descendants(server.process.pid),
+            "slurmctld": lambda: {controller}}
+
+
+def cpu_by_group(groups: dict[str, Callable[[], set[int]]]) -> dict[str, float]:
+    return {name: cpu_seconds(pids()) for name, pids in groups.items()}
+
+
+def cpu_spent(run: str, before: dict[str, float], groups: dict[str, Callable[[], set[int]]]) -> dict[str, float]:
+    """CPU seconds each group used during a run (the whole run: burst, both waves, the ends); on
+    two cores, what the gate's processes take is taken from slurmctld, the clients and the jobs."""
+    after = cpu_by_group(groups)
+    return {f"{run}_cpu_s_{name}": after[name] - before[name] for name in groups}
+
+
+def idle_cost(bridge: BridgeProcess, server, cluster) -> dict[str, float]:
+    """CPU (% of one core) of the bridge, the server's processes and slurmctld over IDLE_SECONDS
+    with nothing submitted: what polling every POLL_SECONDS costs when there is nothing to do."""
+    groups = control_plane(bridge, server, cluster)
     time.sleep(1.0)  # its first polls
-    before = {name: cpu_seconds(pids()) for name, pids in groups.items()}
+    before = cpu_by_group(groups)
     time.sleep(IDLE_SECONDS)
-    return {f"idle_cpu_pct_{name}": 100 * (cpu_seconds(pids()) - before[name]) / IDLE_SECONDS
-            for name, pids in groups.items()}
+    return {f"idle_cpu_pct_{name}": 100 * (seconds - before[name]) / IDLE_SECONDS
+            for name, seconds in cpu_by_group(groups).items()}
 
 
 def cpu_seconds(pids: set[int]) -> float:

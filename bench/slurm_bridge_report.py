@@ -23,16 +23,19 @@ def where_the_time_goes(gated: Run, profile: dict) -> dict[str, float]:
     start: their parts and calls (``poll_figures``), their timeline on stderr."""
     end = max(gated.started.values())
     polls = [poll for poll in profile["polls"] if gated.t0 <= poll["start"] <= end]
-    print_polls(polls, gated.t0)
-    return {**milestones(gated, profile["granted"]), **poll_figures(polls),
+    between = [(at, seconds) for at, thread, kind, seconds in profile.get("background", [])
+               if thread == "between polls" and kind == "part scontrol grant" and gated.t0 <= at <= end]
+    print_polls(polls, between, gated.t0)
+    return {**milestones(gated, profile["granted"], profile.get("heard", {})), **poll_figures(polls),
             **background_figures(profile.get("background", []), gated.t0, end)}
 
 
-def milestones(gated: Run, granted: dict[str, float]) -> dict[str, float]:
+def milestones(gated: Run, granted: dict[str, float], heard: dict[str, float]) -> dict[str, float]:
     """When the last job of each wave got through each stage: the first wave's from t0 (registered,
     allocated by Poolweb, granted, started by Slurm), the second's from the first's freeing (the
     first wave's requests released, then the second's allocated, granted, started). Poolweb's
-    times are its rows' ``submitted_at``, ``allocated_at`` and ``finished_at``."""
+    times are its rows' ``submitted_at``, ``allocated_at`` and ``finished_at``; ``heard`` is when
+    the bridge's event thread received each allocation (decision 193)."""
     from poolweb.models import Request
 
     registered, allocated, released = {}, {}, {}
@@ -55,7 +58,8 @@ def milestones(gated: Run, granted: dict[str, float]) -> dict[str, float]:
                if jobs and all(job in times for job in jobs)}
     return {**figures, **stage_latencies("wave1", first, [
         ("registered", gated.submitted, registered), ("allocated", registered, allocated),
-        ("granted", allocated, granted), ("started", granted, gated.started), ("released", gated.ended, released)])}
+        ("heard", allocated, heard), ("granted", allocated, granted), ("started", granted, gated.started),
+        ("released", gated.ended, released)])}
 
 
 def stage_latencies(wave: str, jobs: set[str], stages: list[tuple[str, dict[str, float], dict[str, float]]]
@@ -105,14 +109,17 @@ def background_figures(calls: list[list], start: float, end: float) -> dict[str,
     return figures
 
 
-def print_polls(polls: list[dict], t0: float) -> None:
-    """Each poll of the gated run, to stderr: when, how long, what it planned, its longest parts."""
+def print_polls(polls: list[dict], between: list[tuple[float, float]], t0: float) -> None:
+    """Each poll of the gated run, to stderr: when, how long, what it planned, its longest parts;
+    and the grants between two polls (decision 193): when, how long."""
     print("the bridge's polls in the gated run: start from t0, seconds, planned, parts over 0.1 s", file=sys.stderr)
-    for poll in polls:
-        planned = ", ".join(f"{count} {what}" for what, count in poll.get("planned", {}).items() if count)
-        parts = ", ".join(f"{part} {seconds:.2f}" for part, seconds in
-                          sorted(poll["parts"].items(), key=lambda item: -item[1]) if seconds >= 0.1)
-        print(f"  +{poll['start'] - t0:6.2f} s {poll['seconds']:6.2f} s  {planned or '-'}  [{parts}]", file=sys.stderr)
+    lines = [(poll["start"], poll["seconds"], ", ".join(f"{count} {what}" for what, count in
+                                                        poll.get("planned", {}).items() if count) or "-",
+              ", ".join(f"{part} {seconds:.2f}" for part, seconds in
+                        sorted(poll["parts"].items(), key=lambda item: -item[1]) if seconds >= 0.1)) for poll in polls]
+    lines += [(at, seconds, "grants between polls", "") for at, seconds in between]
+    for start, seconds, planned, parts in sorted(lines):
+        print(f"  +{start - t0:6.2f} s {seconds:6.2f} s  {planned}  [{parts}]", file=sys.stderr)
 
 
 def slug(text: str) -> str:
@@ -163,13 +170,17 @@ def report(figures: dict[str, float]) -> None:
               f"{figures.get(f'gated_wave2_{stage}_s', NAN):>8.3g}")
     print("  per job of wave 1, median / p95 (s): " + ", ".join(
         f"{label} {figures[f'gated_wave1_to_{stage}_p50_s']:.2f} / {figures[f'gated_wave1_to_{stage}_p95_s']:.2f}"
-        for stage, label in (("registered", "→ registered"), ("allocated", "→ allocated"), ("granted", "→ granted"),
+        for stage, label in (("registered", "→ registered"), ("allocated", "→ allocated"),
+                             ("heard", "(→ its event heard)"), ("granted", "→ granted"),
                              ("started", "→ started"), ("released", "its end → request released"))
         if f"gated_wave1_to_{stage}_p50_s" in figures))
     if figures.get("bridge_polls"):
         report_polls(figures)
     print(f"\nidle, polling every {figures['poll_seconds']:g} s (% of a core): " + ", ".join(
         f"{name} {figures[f'idle_cpu_pct_{name}']:.1f}" for name in ("bridge", "server", "slurmctld")))
+    print("CPU seconds during each run, peer / gated: " + ", ".join(
+        f"{name} {figures.get(f'peer_cpu_s_{name}', NAN):.1f} / {figures.get(f'gated_cpu_s_{name}', NAN):.1f}"
+        for name in ("slurmctld", "server", "bridge")))
     print(f"load (1 min): {figures['load_1m_start']:.1f} at the start, {figures['load_1m_between']:.1f} between the "
           f"runs, {figures['load_1m_end']:.1f} at the end")
 

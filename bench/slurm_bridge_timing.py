@@ -3,8 +3,8 @@
 ``bridge_running`` starts ``python -m bench.slurm_bridge_timing MAPPING PROFILE``, which is
 ``poolweb-slurm run --mapping MAPPING`` itself with timers wrapped around the bridge's calls (its
 poll, the plan, each ``Slurm`` action and command, each ``Api`` method and HTTP call); when it stops
-(SIGTERM) it writes to PROFILE each poll's start, wall time, parts and calls, and when each job's
-grant returned. The wrappers cost microseconds a call; nothing of the bridge is changed.
+(SIGTERM) it writes to PROFILE each poll's start, wall time, parts and calls, when each job's
+grant returned and when the event of its allocation arrived. The wrappers cost microseconds a call; nothing of the bridge is changed.
 """
 
 from __future__ import annotations
@@ -91,8 +91,8 @@ class Profile:
     """Timers around the bridge's calls. A poll's parts are the wall time of the calls it makes
     on its own thread, the outermost only (Slurm.cancel writes comments inside); the Slurm
     commands run four at a time under ``set_comments`` are counted, not added. What the bridge's
-    other threads (registration, comments) do is kept apart, each part and call with when it
-    started (``background``)."""
+    other threads (registration, comments, events) and its grants between two polls (decision 193)
+    do is kept apart, each part and call with when it started (``background``)."""
 
     def __init__(self) -> None:
         self.polls: list[dict] = []
@@ -100,6 +100,7 @@ class Profile:
         self.poller: int | None = None  # the thread polling
         self.background: list[tuple[float, str, str, float]] = []  # start, thread, part or call, seconds
         self.granted: dict[str, float] = {}
+        self.heard: dict[str, float] = {}  # job → when the event of its allocation was kept
         self.lock = threading.Lock()
         self.depth = threading.local()
 
@@ -113,9 +114,9 @@ class Profile:
             finally:
                 self.depth.value = depth
                 seconds = time.perf_counter() - started
-                if depth == 0 and threading.get_ident() != self.poller:
+                if depth == 0 and self.outside_a_poll():
                     with self.lock:
-                        self.background.append((at, threading.current_thread().name, f"part {name}", seconds))
+                        self.background.append((at, self.thread_name(), f"part {name}", seconds))
                 elif depth == 0 and self.current is not None:
                     parts = self.current["parts"]
                     parts[name] = parts.get(name, 0.0) + seconds
@@ -143,6 +144,13 @@ class Profile:
             function(slurm, jobs, **kwargs)
             self.granted.update(dict.fromkeys(jobs, time.time()))
         return granted
+
+    def hear(self, function: Callable) -> Callable:
+        def kept(allocations, request):
+            function(allocations, request)
+            if request.state == "allocated" and (job := request.labels.get("slurm_job")):
+                self.heard.setdefault(job, time.time())
+        return kept
 
     def call(self, function: Callable) -> Callable:
         """Each HTTP call, by method and path (a request's id as ``{id}``)."""
@@ -172,14 +180,20 @@ class Profile:
         another thread."""
         seconds = time.perf_counter() - started
         with self.lock:
-            if threading.get_ident() != self.poller and self.poller is not None:
-                self.background.append((time.time() - seconds, threading.current_thread().name, kind, seconds))
+            if self.outside_a_poll() and self.poller is not None:
+                self.background.append((time.time() - seconds, self.thread_name(), kind, seconds))
             elif self.current is not None:
                 count, total = self.current["calls"].get(kind, (0, 0.0))
                 self.current["calls"][kind] = [count + 1, total + seconds]
 
+    def outside_a_poll(self) -> bool:
+        return threading.get_ident() != self.poller or self.current is None
+
+    def thread_name(self) -> str:
+        return "between polls" if threading.get_ident() == self.poller else threading.current_thread().name
+
     def dump(self) -> dict:
-        return {"polls": self.polls, "granted": self.granted, "background": self.background}
+        return {"polls": self.polls, "granted": self.granted, "heard": self.heard, "background": self.background}
 
 
 def jobs_in(command: list[str]) -> str:
@@ -199,12 +213,14 @@ def timed_bridge(mapping: str, out: str) -> int:
     from poolctl.api import Api
     from poolctl.transport import Transport
     from poolweb_slurm import bridge, cli
+    from poolweb_slurm.allocations import Allocations
     from poolweb_slurm.slurm import Slurm
 
     profile = Profile()
     bridge.Bridge.poll = profile.poll(bridge.Bridge.poll)
     bridge.plan = profile.part("plan", bridge.plan)
     Slurm.grant = profile.grant(Slurm.grant)
+    Allocations.keep = profile.hear(Allocations.keep)
     for name, part in (("jobs", "squeue"), ("set_comments", "scontrol comments"), ("grant", "scontrol grant"),
                        ("requeue_held", "scontrol requeuehold"), ("hold", "scontrol hold"), ("signal", "scancel signal"),
                        ("cancel", "scancel")):

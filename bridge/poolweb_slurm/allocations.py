@@ -25,6 +25,8 @@ from poolctl.backoff import Backoff
 from poolctl.models import Request
 from poolctl.stream import StreamDown
 
+from poolweb_slurm.plan import job_of
+
 log = logging.getLogger("poolweb_slurm")
 
 LISTEN_SECONDS = 0.5  # a receive's timeout: how soon the thread sees it should stop
@@ -90,14 +92,12 @@ class Allocations:
 
     def keep(self, request: Request) -> None:
         """The newest state of each of the bridge's jobs; a job no longer allocated is dropped."""
-        job = request.labels.get("slurm_job")
-        if not job or request.labels.get("slurm_cluster") != self.cluster \
-                or (request.submitted_by or request.owner) != self.account:
+        job = job_of(request, cluster=self.cluster, account=self.account)
+        if job is None:
             return
         with self.lock:
-            if request.state == "allocated":
-                self.allocated[job] = request
-            else:
+            if request.state != "allocated":
                 self.allocated.pop(job, None)
-        if request.state == "allocated":
-            self.arrived()
+                return
+            self.allocated[job] = request
+        self.arrived()

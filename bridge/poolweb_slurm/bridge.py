@@ -32,7 +32,7 @@ from poolweb_slurm.comments import Comments
 from poolweb_slurm.mapping import Catalogue, Submission, problems
 from poolweb_slurm.mapping_file import BridgeMapping
 from poolweb_slurm.partitions import partitions
-from poolweb_slurm.plan import LIVE, Memory, Plan, comment, early_grants, plan
+from poolweb_slurm.plan import LIVE, Memory, Plan, comment, early_grants, job_of, plan
 from poolweb_slurm.slurm import Job, Slurm, SlurmError
 
 log = logging.getLogger("poolweb_slurm")
@@ -162,8 +162,7 @@ class Bridge:
     # --- reading Poolweb -----------------------------------------------------------------------
 
     def live_requests(self) -> dict[str, Request]:
-        """The bridge's live requests by job: those it submitted (a request that only carries the
-        labels, submitted by someone else, is not a job's). The newest wins should two name a job."""
+        """The bridge's live requests by job (``job_of``). The newest wins should two name a job."""
         if self.account is None:
             me = self.api.me()
             if me is None:
@@ -174,8 +173,7 @@ class Bridge:
                                page=LISTED_PAGE)
         by_job: dict[str, Request] = {}
         for request in sorted(listed, key=lambda request: request.id):
-            job = request.labels.get("slurm_job")
-            if job and (request.submitted_by or request.owner) == self.account:
+            if job := job_of(request, cluster=self.mapping.cluster, account=self.account):
                 by_job[job] = request
         return by_job
 

@@ -113,6 +113,15 @@ def early_grants(jobs: Mapping[str, Job], polled: Mapping[str, Request], allocat
     return steps
 
 
+def job_of(request: Request, *, cluster: str, account: str | None) -> str | None:
+    """The job a request is for, when the bridge of ``cluster`` submitted it as ``account``: a
+    request that only carries the labels, submitted by someone else, is not a job's."""
+    job = request.labels.get("slurm_job")
+    if job and request.labels.get("slurm_cluster") == cluster and (request.submitted_by or request.owner) == account:
+        return job
+    return None
+
+
 def submission_order(job: Job) -> tuple[datetime, int, int]:
     """Oldest first; squeue lists newest first. ``12_3`` after ``12_2``, both after ``11``."""
     base, _, task = job.id.partition("_")

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from poolweb_slurm.mapping_file import parse_mapping
-from poolweb_slurm.plan import Memory, Plan, early_grants, plan
+from poolweb_slurm.plan import Memory, Plan, early_grants, job_of, plan
 from tests.slurm.examples import CATALOGUE, ENDED, HELD, MAPPED, MAPPING, NOW, RELEASED, RUNNING, request
 
 
@@ -245,4 +245,17 @@ def test_an_allocation_no_newer_than_what_the_poll_read_is_left_to_the_polls():
 
 def test_an_early_grant_to_a_pool_no_partition_maps_is_left_to_the_poll_s_comment():
     only(early(HELD, request("allocated", pool="a100")))
+
+
+def test_a_request_is_a_job_s_only_when_this_bridge_submitted_it_for_its_cluster():
+    """Anyone may put the labels on a request of their own: it is not that job's, and neither the
+    poll nor the event stream acts on it."""
+    def of(**changes):
+        return job_of(request("pending", **changes), cluster="clearml", account="slurm-bridge")
+
+    assert of(submitted_by="slurm-bridge") == "12"
+    assert of(owner="slurm-bridge") == "12"  # submitted by the bridge's account for itself
+    assert of(submitted_by="ann") is None and of(owner="ann") is None
+    assert of(submitted_by="slurm-bridge", labels={"slurm_cluster": "other", "slurm_job": "12"}) is None
+    assert of(submitted_by="slurm-bridge", labels={"slurm_cluster": "clearml"}) is None
 

@@ -10,8 +10,7 @@ the same nodes, with the same job script:
 
 Each run is a burst of N ``sbatch --parsable`` from 4 concurrent clients; t0 is the first sbatch
 sent, for both: the peer starts jobs during the burst, and the gate's cost includes what it does to
-the burst (the Lua plugin in sbatch's path, the bridge's polls on the same 2 cores); the burst's
-own rate is printed beside. Every job waits for a shared lock on a file (``flock -s``, no CPU)
+the burst (the Lua plugin in sbatch's path); the burst's own rate is printed beside. Every job waits for a shared lock on a file (``flock -s``, no CPU)
 that the bench holds until the burst is over and the first 512 have started, then releases: the
 first wave ends at once and the other N - 512 wait for capacity in both runs, however slow the
 burst (on this machine, 25-50 sbatch/s while 512 jobs launch: with ``sleep 5`` jobs the peer
@@ -30,8 +29,11 @@ around its calls, writing them to PROFILE when it stops; its polls' timeline goe
 cost: the CPU the bridge, the server and slurmctld use while nothing is submitted, before the
 gated burst.
 
-Beside the times, the CPU seconds slurmctld, the server and the bridge used during each run: what
-the gate's own processes take from the two cores the jobs and slurmctld share.
+The machine's CPUs are split as a real cluster's hosts are (decision 194, ``BENCH_CPUS``): half
+for the controller host's slurmctld, Poolweb and the bridge; half for what runs on other hosts, the
+nodes' slurmd and job steps and the users' sbatch; ``BENCH_CPUS=shared`` runs everything on every
+CPU. Beside the times, the CPU seconds slurmctld, munged, the server and the bridge used during each
+run.
 
 Needs root and Debian's Slurm; skips, saying why, without them. ``BENCH_SHORT=1``: 4 nodes, 40
 jobs, nothing written; ``BENCH_KEEP_LOGS=DIR``: slurmctld's and the bridge's logs copied there.
@@ -73,6 +75,16 @@ WAIT_SECONDS = sized(300, 120)  # for every job to start, or to end
 ACCOUNT = "bench"  # Slurm's -A, and Poolweb's policy of the same name
 CLUSTER = "bench"
 PEER, GATED = "open", "gpu"  # the two partitions, each over every node
+# Which CPUs run what (BENCH_CPUS, decision 194). "split": on a real cluster the controller host runs
+# slurmctld, Poolweb and the bridge, and the job steps run on other hosts, as the users' sbatch does;
+# so half the CPUs run the first (and the Slurm commands the bridge starts), the other half the nodes'
+# slurmd, their jobs, the bursts' sbatch and the bench itself; munged, on every host, may use all.
+# "shared": every process on every CPU, as the bench ran before.
+LAYOUTS = ("split", "shared")
+LAYOUT = os.environ.get("BENCH_CPUS", "split")
+EVERY_CPU = frozenset(os.sched_getaffinity(0))
+CONTROLLER_CPUS = frozenset(sorted(EVERY_CPU)[:max(1, len(EVERY_CPU) // 2)])
+ELSEWHERE_CPUS = EVERY_CPU - CONTROLLER_CPUS or EVERY_CPU
 
 DOCUMENT = {
     "pools": [{"name": GATED, "capacity": {"gpu": GPUS}}],
@@ -224,6 +236,10 @@ def main() -> None:
     if reason := reason_to_skip():
         print(f"bench.slurm_bridge skipped: {reason}")
         return
+    if LAYOUT not in LAYOUTS:
+        sys.exit(f"bench.slurm_bridge: BENCH_CPUS={LAYOUT!r}: use one of {', '.join(LAYOUTS)}")
+    if LAYOUT == "split":
+        os.sched_setaffinity(0, ELSEWHERE_CPUS)  # what the bench starts inherits it: munged, slurmd, the jobs
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("bench.slurm_bridge: stopped by SIGTERM"))
     directory = Path(tempfile.mkdtemp(prefix="poolweb-slurm-bench-"))
     try:
@@ -255,14 +271,17 @@ def measured(directory: Path) -> dict[str, float]:
     everyone = tuple(range(1, NODES + 1))
     layout = Layout(nodes=NODES, partitions=(Partition(PEER, everyone, gated=False, default=True),
                                              Partition(GATED, everyone, gated=True)))
-    figures: dict[str, float] = {"nodes": NODES, "gpus": GPUS, "jobs": JOBS,
-                                 "poll_seconds": POLL_SECONDS, "load_1m_start": os.getloadavg()[0]}
+    figures: dict[str, float] = {"nodes": NODES, "gpus": GPUS, "jobs": JOBS, "poll_seconds": POLL_SECONDS,
+                                 "cpus_split": LAYOUT == "split", "cpus_controller": len(CONTROLLER_CPUS),
+                                 "cpus_elsewhere": len(ELSEWHERE_CPUS), "cpus": len(EVERY_CPU),
+                                 "load_1m_start": os.getloadavg()[0]}
     started = time.monotonic()
     with LiveServer(os.environ, data / "server.log") as server, \
             Cluster.started(directory / "cluster", layout) as cluster:
         print(f"cluster of {NODES} nodes and server up in {time.monotonic() - started:.0f} s; "
               f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
         plane = control_plane(None, server, cluster)
+        place(plane)
         before = cpu_by_group(plane)
         peer = measure(cluster, "peer", PEER)
         figures.update(peer.figures(), **cpu_spent("peer", before, plane))
@@ -273,6 +292,7 @@ def measured(directory: Path) -> dict[str, float]:
         with bridge_running(cluster, server, token, mapping) as bridge:
             figures.update(idle_cost(bridge, server, cluster))
             plane = control_plane(bridge, server, cluster)
+            place(plane)
             before = cpu_by_group(plane)
             gated = measure(cluster, "gated", GATED)
             figures.update(gated.figures(), **cpu_spent("gated", before, plane))
@@ -307,10 +327,26 @@ def control_plane(bridge: BridgeProcess | None, server, cluster) -> dict[str, Ca
     """The processes of the bridge (None: not started), the server and slurmctld, by group."""
     from tests.live_server import descendants
 
-    controller = next(process.pid for process in cluster.processes if process.args[0].endswith("slurmctld"))
+    def daemon(name: str) -> int:
+        return next(process.pid for process in cluster.processes if process.args[0].endswith(name))
+
+    controller, munged = daemon("slurmctld"), daemon("munged")
     return {"bridge": lambda: {bridge.process.pid} if bridge else set(),
             "server": lambda: {server.process.pid} | descendants(server.process.pid),
-            "slurmctld": lambda: {controller}}
+            "slurmctld": lambda: {controller}, "munged": lambda: {munged}}
+
+
+def place(groups: dict[str, Callable[[], set[int]]]) -> None:
+    """With ``BENCH_CPUS=split``, every thread of the controller host's processes on its CPUs,
+    munged's on all; their children (the bridge's squeue and scontrol) inherit it."""
+    if LAYOUT != "split":
+        return
+    for name, pids in groups.items():
+        cpus = EVERY_CPU if name == "munged" else CONTROLLER_CPUS
+        for pid in pids():
+            for thread in Path(f"/proc/{pid}/task").iterdir():
+                with contextlib.suppress(OSError, ValueError):  # ended meanwhile
+                    os.sched_setaffinity(int(thread.name), cpus)
 
 
 def cpu_by_group(groups: dict[str, Callable[[], set[int]]]) -> dict[str, float]:
@@ -318,8 +354,7 @@ def cpu_by_group(groups: dict[str, Callable[[], set[int]]]) -> dict[str, float]:
 
 
 def cpu_spent(run: str, before: dict[str, float], groups: dict[str, Callable[[], set[int]]]) -> dict[str, float]:
-    """CPU seconds each group used during a run (the whole run: burst, both waves, the ends); on
-    two cores, what the gate's processes take is taken from slurmctld, the clients and the jobs."""
+    """CPU seconds each group used during a run (the whole run: burst, both waves, the ends)."""
     after = cpu_by_group(groups)
     return {f"{run}_cpu_s_{name}": after[name] - before[name] for name in groups}
 

@@ -180,7 +180,10 @@ def report(figures: dict[str, float]) -> None:
         f"{name} {figures[f'idle_cpu_pct_{name}']:.1f}" for name in ("bridge", "server", "slurmctld")))
     print("CPU seconds during each run, peer / gated: " + ", ".join(
         f"{name} {figures.get(f'peer_cpu_s_{name}', NAN):.1f} / {figures.get(f'gated_cpu_s_{name}', NAN):.1f}"
-        for name in ("slurmctld", "server", "bridge")))
+        for name in ("slurmctld", "munged", "server", "bridge")))
+    print(f"CPUs: {figures['cpus_controller']:.0f} for the controller host (slurmctld, Poolweb, the bridge), "
+          f"{figures['cpus_elsewhere']:.0f} for the nodes, their jobs and sbatch; munged on all"
+          if figures.get("cpus_split") else f"CPUs: every process on all {figures['cpus']:.0f} (BENCH_CPUS=shared)")
     print(f"load (1 min): {figures['load_1m_start']:.1f} at the start, {figures['load_1m_between']:.1f} between the "
           f"runs, {figures['load_1m_end']:.1f} at the end")
 

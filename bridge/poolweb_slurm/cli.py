@@ -1,7 +1,7 @@
 """``poolweb-slurm``: the bridge's command (docs/slurm.md)::
 
     poolweb-slurm run   [--mapping /etc/poolweb/slurm-bridge.toml]   # the bridge, until SIGTERM
-    poolweb-slurm check [--mapping ...]     # the file read, Poolweb reached, what the file names and Poolweb lacks
+    poolweb-slurm check [--mapping ...]     # the file read, Poolweb and its event stream reached, what does not match
     poolweb-slurm gate-script               # where the installed job_submit.lua is
 
 Poolweb's URL and the bridge account's token come from ``POOLWEB_URL`` and ``POOLWEB_TOKEN`` (the
@@ -26,6 +26,7 @@ from pathlib import Path
 
 from poolctl.api import Api
 from poolctl.errors import PoolctlError
+from poolctl.stream import StreamDown
 
 from poolweb_slurm import gate_script
 from poolweb_slurm.bridge import Bridge
@@ -35,6 +36,7 @@ from poolweb_slurm.partitions import partitions, unmapped
 from poolweb_slurm.slurm import Slurm, SlurmError
 
 USAGE, UNREACHABLE = 2, 3
+STREAM_SECONDS = 1.0  # check: a stream that refuses the token says so at once; one that stays open is usable
 
 
 def main(arguments: list[str] | None = None) -> int:
@@ -74,13 +76,27 @@ def check(mapping: BridgeMapping, api: Api) -> int:
     mapped = partitions(mapping, document)
     mapping = replace(mapping, pools=mapped.pools)
     found = [*mapped.conflicts, *([] if mapped.pools else [unmapped(mapping)]),
-             *problems(mapping, Catalogue.from_document(document))]
+             *problems(mapping, Catalogue.from_document(document)), *stream_problems(api)]
     for problem in found:
         print(problem)
     if not found:
         print(f"{mapping.source}: {len(mapping.pools)} partition(s) mapped ({shown(mapping)}); Poolweb has every "
-              "pool, policy and profile it names")
+              "pool, policy and profile it names, and its event stream answers")
     return 1 if found else 0
+
+
+def stream_problems(api: Api) -> list[str]:
+    """The event stream (decision 193) opened with the bridge's token: without it the bridge still
+    works, but grants wait for its polls; a proxy that refuses WebSockets is the usual cause."""
+    stream = api.event_stream()
+    try:
+        stream.receive(STREAM_SECONDS)
+    except StreamDown as why:
+        return [f"Poolweb's event stream {stream.url} refused the bridge ({why}): it would grant at its polls only, "
+                "not as Poolweb allocates (docs/slurm.md §5.4)"]
+    finally:
+        stream.close()
+    return []
 
 
 def shown(mapping: BridgeMapping) -> str:

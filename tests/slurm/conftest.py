@@ -2,8 +2,9 @@
 four simulated nodes of 8 fake GPUs; ``bare-metal`` (gpu[001-002], the default partition) and ``h100``
 (gpu[003-004]) gated by Poolweb's job_submit.lua, ``open`` (all four) not.
 
-The tests use no database, so they run once: on the suite's SQLite pass, and are skipped on the
-PostgreSQL one (``DATABASE_URL`` set), where they would start the same cluster to learn nothing new.
+What the tests check of Poolweb does not depend on its database, so they run once: on the suite's
+SQLite pass, and are skipped on the PostgreSQL one (``DATABASE_URL`` set), where they would start
+the same cluster to learn nothing new.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from tests.slurm.cluster import Cluster, Layout, missing_binaries
 
 def reason_to_skip() -> str | None:
     if os.environ.get("DATABASE_URL"):
-        return "the Slurm tests use no database: they run on the SQLite pass only"
+        return "the Slurm tests run on the SQLite pass only (docs/slurm.md §6)"
     if missing := missing_binaries():
         return f"Slurm is not installed ({', '.join(missing)} missing): apt-get install slurmctld slurmd slurm-client munge"
     if os.geteuid() != 0:

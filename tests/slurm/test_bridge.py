@@ -136,13 +136,20 @@ class BridgeProcess:
         self.log = mapping.parent / "bridge.log"
         self.process: subprocess.Popen | None = None
 
+    def environment(self) -> dict[str, str]:
+        return {**self.site.cluster.environment(), "POOLWEB_URL": self.site.url,
+                "POOLWEB_TOKEN": self.site.bridge_token, "PYTHONUNBUFFERED": "1"}
+
     def start(self) -> None:
-        environment = {**self.site.cluster.environment(), "POOLWEB_URL": self.site.url,
-                       "POOLWEB_TOKEN": self.site.bridge_token, "PYTHONUNBUFFERED": "1"}
         with self.log.open("ab") as sink:
             self.process = subprocess.Popen([sys.executable, "-m", "poolweb_slurm", "run", "--mapping",
-                                             str(self.mapping)], env=environment, stdout=sink, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL)
+                                             str(self.mapping)], env=self.environment(), stdout=sink,
+                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def check(self) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "poolweb_slurm", "check", "--mapping", str(self.mapping)],
+                              env=self.environment(), capture_output=True, text=True, timeout=60,
+                              stdin=subprocess.DEVNULL)
 
     def kill(self) -> None:
         assert self.process is not None and self.process.poll() is None, self.output()
@@ -337,3 +344,14 @@ def test_a_grant_reaches_its_job_between_two_polls(site, tmp_path):
         assert f"granted on bare-metal: {job}" in bridge.output()
     finally:
         assert bridge.stop() == 0, bridge.output()[-5000:]
+
+
+def test_check_reaches_poolweb_and_its_event_stream(site, tmp_path):
+    mapping = tmp_path / "slurm-bridge.toml"
+    mapping.write_text(MAPPING)
+
+    checked = BridgeProcess(site, mapping).check()
+
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "2 partition(s) mapped (bare-metal → bare-metal, h100 → h100)" in checked.stdout
+    assert "its event stream answers" in checked.stdout

@@ -10,6 +10,8 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from poolctl.stream import StreamDown
+
 from poolweb_slurm import cli
 from poolweb_slurm.mapping import Catalogue, map_job
 from poolweb_slurm.mapping_file import parse_mapping
@@ -79,16 +81,36 @@ def test_a_file_without_pools_maps_jobs_by_the_labels_alone():
     assert mapping.partition_of("bare-metal") == "bare-metal"
 
 
+class Stream:
+    """An event stream that stays open with nothing to say, or refuses at once."""
+
+    url = "ws://poolweb.test/ws/events/"
+
+    def __init__(self, refused: str | None) -> None:
+        self.refused, self.closed = refused, False
+
+    def receive(self, timeout: float) -> None:
+        if self.refused:
+            raise StreamDown(self.refused)
+
+    def close(self) -> None:
+        self.closed = True
+
+
 class Poolweb:
-    """What the commands read of Poolweb: the live configuration."""
+    """What the commands read of Poolweb: the live configuration, and its event stream."""
 
     url = "http://poolweb.test"
 
-    def __init__(self, document: dict[str, Any]) -> None:
+    def __init__(self, document: dict[str, Any], stream_refused: str | None = None) -> None:
         self.document = document
+        self.stream = Stream(stream_refused)
 
     def config(self) -> dict[str, Any]:
         return self.document
+
+    def event_stream(self) -> Stream:
+        return self.stream
 
 
 def test_check_lists_a_disagreement_and_run_refuses_to_start_naming_both(capsys):
@@ -114,3 +136,13 @@ def test_check_names_the_partitions_the_labels_map(capsys):
 
     assert cli.check(mapping, Poolweb(labelled(bare_metal="bm", h100="h100"))) == 0
     assert "2 partition(s) mapped (bm → bare-metal, h100 → h100)" in capsys.readouterr().out
+
+
+def test_check_says_when_the_event_stream_refuses_the_bridge(capsys):
+    mapping = parse_mapping(WITHOUT_POOLS, FILE)
+    poolweb = Poolweb(labelled(bare_metal="bm", h100="h100"), stream_refused="server rejected WebSocket connection: HTTP 404")
+
+    assert cli.check(mapping, poolweb) == 1
+    assert "Poolweb's event stream ws://poolweb.test/ws/events/ refused the bridge (server rejected WebSocket " \
+           "connection: HTTP 404): it would grant at its polls only" in capsys.readouterr().out
+    assert poolweb.stream.closed

@@ -30,6 +30,11 @@ def box(page, role_name: str):
     return {**found, "x": found["x"] - board["x"], "y": found["y"] - board["y"]}
 
 
+# How many different tops the cards of each lane have.
+LANE_TOPS = """() => [...document.querySelectorAll("#board .cards")].map(
+  (lane) => new Set([...lane.children].map((card) => Math.round(card.getBoundingClientRect().top))).size)"""
+
+
 def assert_line_joins(page, profile: str, pool: str) -> None:
     x1, y1, x2, y2 = line_ends(page, profile, pool)
     top, bottom = box(page, f"Pool {pool}"), box(page, f"Profile {profile}")
@@ -64,6 +69,8 @@ def test_the_demo_shows_as_cards_joined_by_lines(visit, demo):
     research = page.get_by_role("region", name="Policy research", exact=True)
     expect(research.get_by_role("table", name="Quotas of research").get_by_role("row")).to_have_count(3)
     expect(research).to_contain_text("research")  # the group
+    # At 1280 px each lane is one row, its cards top-aligned: the lines leave from a row's bottom.
+    assert page.evaluate(LANE_TOPS) == [1, 1, 1]
     # One line per connection: half, 2xgpu and job on both pools, 8xgpu on h100.
     expect(page.locator("svg.lines path")).to_have_count(7)
     assert_line_joins(page, "half", "a100")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from poolweb.selectors.live import PoolState
-from reconcile import Config, Profile
+from reconcile import Config, Policy, Profile
 from reconcile.quantity import quantity_text
 
 NO_CAPACITY = 0  # a key a pool over-uses without having it (a provision removed it, R-57)
@@ -118,9 +118,10 @@ class PolicyCard:
     mark: Mark | None = None
     issues: tuple[Finding, ...] = ()
     display_name: str = ""
+    time_rules: tuple[str, ...] = ()  # time_rules(): none when the policy has no time rule
 
     COMPARED = (("display name", "display_name"), ("description", "description"), ("group", "group"), ("priority", "priority"),
-                ("quotas", "quotas"))
+                ("quotas", "quotas"), ("time rules", "time_rules"))
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,52 @@ class Board:
             yield from card.issues
 
 
+def time_rules(policy: Mapping[str, object]) -> tuple[str, ...]:
+    """A policy's time rules (R-48, R-49, R-52, R-53) as people read them, from its document
+    object or the same fields of the engine's Policy: "protected for its first 30 min", "reserves
+    after waiting 2 h", "runs at most 1 d, then queued again", "must state a run limit". A value a
+    draft holds that is not a number of seconds shows as written."""
+    rules = []
+    if (protected := policy.get("min_runtime_seconds")) is not None:
+        rules.append(f"protected for its first {duration_text(protected)}")
+    if (patience := policy.get("max_wait_seconds")) is not None:
+        rules.append(f"reserves after waiting {duration_text(patience)}")
+    requeued = policy.get("on_time_limit") == "requeue"
+    if (cap := policy.get("max_runtime_seconds")) is not None:
+        rules.append(f"runs at most {duration_text(cap)}" + (", then queued again" if requeued else ""))
+    elif requeued:
+        rules.append("queued again at its run limit")
+    if policy.get("require_max_runtime") is True:
+        rules.append("must state a run limit")
+    return tuple(rules)
+
+
+TIME_FIELDS = ("min_runtime_seconds", "max_wait_seconds", "max_runtime_seconds", "on_time_limit", "require_max_runtime")
+
+
+def policy_time_rules(policy: Policy) -> tuple[str, ...]:
+    """``time_rules`` of the engine's policy, whose fields are named as in its document object."""
+    return time_rules({field: getattr(policy, field) for field in TIME_FIELDS})
+
+
+DURATION_UNITS = (("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1))
+
+
+def duration_text(seconds: object) -> str:
+    """90 → "1 min 30 s", 7200 → "2 h", 93_600 → "1 d 2 h": the two largest units, the rest dropped;
+    anything but a whole number of seconds, as written."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int) or seconds < 0:
+        return f"{str(seconds)[:40]} s"
+    parts = []
+    for unit, size in DURATION_UNITS:
+        if seconds >= size or (not parts and unit == "s"):
+            parts.append(f"{seconds // size} {unit}")
+            seconds %= size
+        if len(parts) == 2 or (parts and not seconds):
+            break
+    return " ".join(parts)
+
+
 def optional_text(milli: int | None) -> str | None:
     """A reserved or a limit that may be absent, as quantity_text shows it."""
     return None if milli is None else quantity_text(milli)
@@ -206,7 +253,8 @@ def config_board(config: Config, *, usage: Iterable[PoolState] = (), pending: Ma
                      for i, p in enumerate(config.profiles))
     policies = tuple(PolicyCard(i, p.name, p.description, p.group, str(p.priority),
                                 tuple(QuotaLine(q.scope, q.key, optional_text(q.reserved), optional_text(q.limit))
-                                      for q in p.quotas), display_name=p.display_name)
+                                      for q in p.quotas), display_name=p.display_name,
+                                time_rules=policy_time_rules(p))
                      for i, p in enumerate(config.policies))
     return Board(pools, profiles, policies)
 

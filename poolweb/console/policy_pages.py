@@ -21,6 +21,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from poolweb.console.cards import policy_time_rules
 from poolweb.console.request_pages import filters_query
 from poolweb.selectors.directory import managed_group_names
 from poolweb.selectors.events import newest_seq
@@ -139,6 +140,7 @@ class PolicyView:
     requests_query: str  # /requests/ filtered to its running requests
     group_managed: bool = False  # the company directory says who is in its group (DirectoryGroup)
     budget: BudgetBar | None = None
+    time_rules: tuple[str, ...] = ()  # cards.time_rules
 
     @property
     def rows(self) -> str:
@@ -157,6 +159,7 @@ def policy_views(user, names: list[str] | None = None) -> list[PolicyView]:
     capacity = capacities(config)
     burns = budget_burns(config, timezone.now(), None if names is None else set(names))
     managed = managed_group_names()
+    rules = {policy.name: policy_time_rules(policy) for policy in config.policies}
     views = []
     for state in states:
         data = policy_state_data(state)
@@ -166,7 +169,8 @@ def policy_views(user, names: list[str] | None = None) -> list[PolicyView]:
                                 tuple(shown), total - len(shown),
                                 filters_query(RequestFilters(states=LIVE_STATES, policy=state.name)),
                                 state.group in managed,
-                                budget_bar(burn_data(burns[state.name])) if state.name in burns else None))
+                                budget_bar(burn_data(burns[state.name])) if state.name in burns else None,
+                                rules.get(state.name, ())))
     return views
 
 

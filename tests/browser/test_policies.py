@@ -132,3 +132,20 @@ def test_a_budget_shows_its_burn_down_as_a_bar_and_a_sentence(visit, demo, alice
     expect(card(page, "Policy dev")).to_contain_text(sentence)
     expect(card(page, "Policy research").get_by_role("meter", name="Budget of research")).to_have_count(0)
     screenshot(page, "policies-budget")
+
+
+def test_a_policy_s_time_rules_show_beside_its_group_and_priority(visit, demo, alice, bob):
+    from poolweb.selectors.versions import config_live_document
+    from poolweb.services.config import config_provision_document
+
+    document = config_live_document()
+    del document["version"]
+    research = next(p for p in document["policies"] if p["name"] == "research")
+    research.update(min_runtime_seconds=1800, max_wait_seconds=7200, max_runtime_seconds=86400, on_time_limit="requeue")
+    config_provision_document(document=document, author=alice)
+
+    page = visit(bob, "/policies/")
+    chips = card(page, "Policy research").locator(".time-rule")
+    expect(chips).to_have_text(["protected for its first 30 min", "reserves after waiting 2 h",
+                                "runs at most 1 d, then queued again"])
+    expect(card(page, "Policy dev").locator(".time-rule")).to_have_count(0)

@@ -7,8 +7,9 @@ import copy
 
 import pytest
 
-from poolweb.console.cards import Amount, Bar, Finding, Link, Mark, Removed, bar
+from poolweb.console.cards import Amount, Bar, Finding, Link, Mark, Removed, bar, config_board, duration_text
 from poolweb.console.drafts import document_board, draft_board
+from reconcile.document import read_document
 from tests.poolweb.conftest import document
 
 
@@ -37,6 +38,7 @@ def test_a_document_reads_into_cards_with_every_default_spelled_out():
     None, [], {"pools": "x"}, {"pools": [1, None, {"name": 5, "capacity": [1]}]},
     {"profiles": [{"connections": [None, {"pool": 3}], "resources": {"gpu": "lots"}, "policies": "dev"}]},
     {"policies": [{"quotas": [{"reserved": {}}, "x"], "priority": "high"}]},
+    {"policies": [{"max_wait_seconds": "soon", "min_runtime_seconds": [], "require_max_runtime": "yes"}]},
 ])
 def test_anything_a_draft_holds_reads_into_cards_without_failing(broken):
     board = board_of(broken)
@@ -115,3 +117,38 @@ def test_a_pools_labels_show_as_written_and_a_changed_label_marks_the_card():
     assert h100.labels == (("rack", "7"), ("slurm_partition", "gpu")) and a100.labels == ()
     marked = draft_board(draft, document_board(live), [], []).pools[0].mark
     assert marked == Mark("changed", ("labels",))
+
+
+TIMED = dict(min_runtime_seconds=1800, max_wait_seconds=7200, max_runtime_seconds=93600, on_time_limit="requeue",
+             require_max_runtime=True)
+
+
+def test_a_policy_s_time_rules_read_alike_from_a_document_and_from_the_engine_s_policy():
+    doc = document()
+    doc["policies"][0].update(TIMED)
+    expected = ("protected for its first 30 min", "reserves after waiting 2 h", "runs at most 1 d 2 h, then queued again",
+                "must state a run limit")
+
+    assert board_of(doc).policies[0].time_rules == expected
+    assert config_board(read_document(doc)).policies[0].time_rules == expected
+    assert board_of(document()).policies[0].time_rules == ()  # none set: none shown
+    doc["policies"][0].update(max_runtime_seconds=None, on_time_limit="requeue")
+    assert "queued again at its run limit" in board_of(doc).policies[0].time_rules
+
+
+def test_a_changed_time_rule_marks_its_policy_card():
+    doc = document()
+    doc["policies"][1]["max_wait_seconds"] = 3600
+
+    board = draft_board(doc, live_cards(), [], [])
+
+    assert board.policies[1].mark == Mark("changed", ("time rules",))
+    assert board.policies[1].time_rules == ("reserves after waiting 1 h",)
+
+
+@pytest.mark.parametrize("seconds,text", [(0, "0 s"), (45, "45 s"), (60, "1 min"), (90, "1 min 30 s"), (7200, "2 h"),
+                                          (5400, "1 h 30 min"), (90061, "1 d 1 h"), ("soon", "soon s"), (True, "True s"),
+                                          (-5, "-5 s")])
+def test_a_duration_reads_in_its_two_largest_units_and_anything_else_as_written(seconds, text):
+    assert duration_text(seconds) == text
+

@@ -194,6 +194,22 @@ def test_pages_show_display_names_where_people_read_them(alice, bob):
     assert '<h2 class="card-title">Product team <span class="card-name">dev</span></h2>' in policies
 
 
+def test_the_policies_page_and_the_policy_card_show_a_policy_s_time_rules(alice, bob):
+    timed = document()
+    timed["policies"][0].update(min_runtime_seconds=1800, max_runtime_seconds=86400, require_max_runtime=True)
+    config_services.config_provision_document(document=timed, author=alice)
+
+    policies = signed_in(bob).get("/policies/").content.decode()
+    assert '<span class="chip fixed time-rule">protected for its first 30 min</span>' in policies
+    assert '<span class="chip fixed time-rule">runs at most 1 d</span>' in policies
+    assert '<span class="chip fixed time-rule">must state a run limit</span>' in policies
+    card = signed_in(bob).get("/policies/dev/card/").content.decode()
+    assert "protected for its first 30 min" in card
+    configuration = signed_in(bob).get("/").content.decode()
+    assert ("<dt>Time rules</dt><dd><ul class=\"rule-list\"><li>protected for its first 30 min</li>"
+            "<li>runs at most 1 d</li><li>must state a run limit</li></ul></dd>") in configuration
+
+
 @pytest.mark.parametrize("path,status", [("/queues/h100/rows/pending/?limit=0", 400),
                                          ("/queues/h100/rows/pending/?limit=lots", 400),
                                          ("/queues/h100/rows/waiting/", 404), ("/queues/nowhere/rows/running/", 404)])

@@ -10,7 +10,8 @@ the same nodes, with the same job script:
 
 Each run is a burst of N ``sbatch --parsable`` from 4 concurrent clients; t0 is the first sbatch
 sent, for both: the peer starts jobs during the burst, and the gate's cost includes what it does to
-the burst (the Lua plugin in sbatch's path); the burst's own rate is printed beside. Every job waits for a shared lock on a file (``flock -s``, no CPU)
+the burst (the Lua plugin in sbatch's path); the burst's own rate is printed beside. Every job
+waits for a shared lock on a file (``flock -s``, no CPU)
 that the bench holds until the burst is over and the first 512 have started, then releases: the
 first wave ends at once and the other N - 512 wait for capacity in both runs, however slow the
 burst (on this machine, 25-50 sbatch/s while 512 jobs launch: with ``sleep 5`` jobs the peer

@@ -3,6 +3,7 @@
     poolweb-slurm run   [--mapping /etc/poolweb/slurm-bridge.toml]   # the bridge, until SIGTERM
     poolweb-slurm check [--mapping ...]     # the file read, Poolweb and its event stream reached, what does not match
     poolweb-slurm gate-script               # where the installed job_submit.lua is
+    poolweb-slurm --version
 
 Poolweb's URL and the bridge account's token come from ``POOLWEB_URL`` and ``POOLWEB_TOKEN`` (the
 systemd unit's ``EnvironmentFile``); Slurm's commands find their cluster as usual (``SLURM_CONF``).
@@ -17,6 +18,7 @@ unreachable at start.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import signal
 import sys
@@ -61,6 +63,7 @@ def main(arguments: list[str] | None = None) -> int:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="poolweb-slurm", description="Poolweb in front of Slurm (docs/slurm.md).")
+    top.add_argument("--version", action="version", version=f"poolweb-slurm {installed_version()}")
     commands = top.add_subparsers(dest="command", required=True)
     for name, what in (("run", "run the bridge until SIGTERM or SIGINT"),
                        ("check", "read the mapping file and Poolweb's configuration; list what does not match")):
@@ -69,6 +72,13 @@ def parser() -> argparse.ArgumentParser:
         command.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     commands.add_parser("gate-script", help="print the path of the installed job_submit.lua")
     return top
+
+
+def installed_version() -> str:
+    try:
+        return importlib.metadata.version("poolweb-slurm")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout without pip install
+        return "(not installed)"
 
 
 def check(mapping: BridgeMapping, api: Api) -> int:

@@ -3,11 +3,12 @@ Django or the server, and it carries the gate's script."""
 
 from __future__ import annotations
 
+import importlib.metadata
 from pathlib import Path
 
 import pytest
 
-from poolweb_slurm import gate_script
+from poolweb_slurm import cli, gate_script
 from tests.imports import third_party_imports
 
 BRIDGE = Path(__file__).resolve().parents[2] / "bridge" / "poolweb_slurm"
@@ -30,3 +31,10 @@ def test_the_check_sees_the_modules_and_would_catch_django(tmp_path):
 def test_the_package_names_its_gate_script():
     assert gate_script() == BRIDGE / "job_submit.lua"
     assert "function slurm_job_submit(job_desc, part_list, submit_uid)" in gate_script().read_text()
+
+
+def test_the_command_says_its_version(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out == f"poolweb-slurm {importlib.metadata.version('poolweb-slurm')}\n"

@@ -151,4 +151,3 @@ def test_a_changed_time_rule_marks_its_policy_card():
                                           (-5, "-5 s")])
 def test_a_duration_reads_in_its_two_largest_units_and_anything_else_as_written(seconds, text):
     assert duration_text(seconds) == text
-

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from poolweb.selectors.live import PoolState
-from reconcile import Config, Policy, Profile
+from reconcile import Config, Profile
+from reconcile.document_writer import time_rules
 from reconcile.quantity import quantity_text
 
 NO_CAPACITY = 0  # a key a pool over-uses without having it (a provision removed it, R-57)
@@ -118,7 +119,7 @@ class PolicyCard:
     mark: Mark | None = None
     issues: tuple[Finding, ...] = ()
     display_name: str = ""
-    time_rules: tuple[str, ...] = ()  # time_rules(): none when the policy has no time rule
+    time_rules: tuple[str, ...] = ()  # time_rule_lines(): none when the policy has no time rule
 
     COMPARED = (("display name", "display_name"), ("description", "description"), ("group", "group"), ("priority", "priority"),
                 ("quotas", "quotas"), ("time rules", "time_rules"))
@@ -167,11 +168,11 @@ class Board:
             yield from card.issues
 
 
-def time_rules(policy: Mapping[str, object]) -> tuple[str, ...]:
+def time_rule_lines(policy: Mapping[str, object]) -> tuple[str, ...]:
     """A policy's time rules (R-48, R-49, R-52, R-53) as people read them, from its document
-    object or the same fields of the engine's Policy: "protected for its first 30 min", "reserves
-    after waiting 2 h", "runs at most 1 d, then queued again", "must state a run limit". A value a
-    draft holds that is not a number of seconds shows as written."""
+    object (an engine's Policy: ``document_writer.time_rules``): "protected for its first 30 min",
+    "reserves after waiting 2 h", "runs at most 1 d, then queued again", "must state a run limit".
+    A value a draft holds that is not a number of seconds shows as written."""
     rules = []
     if (protected := policy.get("min_runtime_seconds")) is not None:
         rules.append(f"protected for its first {duration_text(protected)}")
@@ -185,14 +186,6 @@ def time_rules(policy: Mapping[str, object]) -> tuple[str, ...]:
     if policy.get("require_max_runtime") is True:
         rules.append("must state a run limit")
     return tuple(rules)
-
-
-TIME_FIELDS = ("min_runtime_seconds", "max_wait_seconds", "max_runtime_seconds", "on_time_limit", "require_max_runtime")
-
-
-def policy_time_rules(policy: Policy) -> tuple[str, ...]:
-    """``time_rules`` of the engine's policy, whose fields are named as in its document object."""
-    return time_rules({field: getattr(policy, field) for field in TIME_FIELDS})
 
 
 DURATION_UNITS = (("d", 86_400), ("h", 3_600), ("min", 60), ("s", 1))
@@ -254,7 +247,7 @@ def config_board(config: Config, *, usage: Iterable[PoolState] = (), pending: Ma
     policies = tuple(PolicyCard(i, p.name, p.description, p.group, str(p.priority),
                                 tuple(QuotaLine(q.scope, q.key, optional_text(q.reserved), optional_text(q.limit))
                                       for q in p.quotas), display_name=p.display_name,
-                                time_rules=policy_time_rules(p))
+                                time_rules=time_rule_lines(time_rules(p)))
                      for i, p in enumerate(config.policies))
     return Board(pools, profiles, policies)
 

@@ -23,7 +23,7 @@ from itertools import islice
 from typing import Any
 
 from poolweb.console.cards import (
-    Amount, Board, Finding, Link, Mark, PolicyCard, PoolCard, ProfileCard, QuotaLine, Removed, key_order, time_rules,
+    Amount, Board, Finding, Link, Mark, PolicyCard, PoolCard, ProfileCard, QuotaLine, Removed, key_order, time_rule_lines,
 )
 from reconcile import ALL_POOLS, QuantityError, parse_quantity
 from reconcile.document import MAX_CONNECTIONS, MAX_KEYS, MAX_POLICIES, MAX_POOLS, MAX_PROFILES, MAX_QUOTAS
@@ -153,7 +153,7 @@ def _policy(index: int, raw: Mapping, shown: _Shown) -> PolicyCard:
     name = _text(raw.get("name"))
     return PolicyCard(index, name, _text(raw.get("description")), _text(raw.get("group")),
                       _text(raw.get("priority", 0)), quotas, display_name=_display_name(raw, name),
-                      time_rules=time_rules(raw))
+                      time_rules=time_rule_lines(raw))
 
 
 def _labels(raw: Any) -> tuple[tuple[str, str], ...]:

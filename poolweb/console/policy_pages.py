@@ -21,7 +21,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from poolweb.console.cards import policy_time_rules
+from poolweb.console.cards import time_rule_lines
 from poolweb.console.request_pages import filters_query
 from poolweb.selectors.directory import managed_group_names
 from poolweb.selectors.events import newest_seq
@@ -32,6 +32,7 @@ from poolweb.selectors.burns import budget_burns
 from poolweb.services.budgets import burn_data
 from poolweb.services.payloads import policy_state_data
 from reconcile import ALL_POOLS, Config
+from reconcile.document_writer import time_rules
 from reconcile.quantity import quantity_text
 
 RUNNING_SHOWN = 10  # running requests listed per policy; the rest are counted, with a link
@@ -140,7 +141,7 @@ class PolicyView:
     requests_query: str  # /requests/ filtered to its running requests
     group_managed: bool = False  # the company directory says who is in its group (DirectoryGroup)
     budget: BudgetBar | None = None
-    time_rules: tuple[str, ...] = ()  # cards.time_rules
+    time_rules: tuple[str, ...] = ()  # cards.time_rule_lines
 
     @property
     def rows(self) -> str:
@@ -159,7 +160,7 @@ def policy_views(user, names: list[str] | None = None) -> list[PolicyView]:
     capacity = capacities(config)
     burns = budget_burns(config, timezone.now(), None if names is None else set(names))
     managed = managed_group_names()
-    rules = {policy.name: policy_time_rules(policy) for policy in config.policies}
+    rules = {policy.name: time_rule_lines(time_rules(policy)) for policy in config.policies}
     views = []
     for state in states:
         data = policy_state_data(state)

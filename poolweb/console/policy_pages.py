@@ -160,7 +160,6 @@ def policy_views(user, names: list[str] | None = None) -> list[PolicyView]:
     capacity = capacities(config)
     burns = budget_burns(config, timezone.now(), None if names is None else set(names))
     managed = managed_group_names()
-    rules = {policy.name: time_rule_lines(time_rules(policy)) for policy in config.policies}
     views = []
     for state in states:
         data = policy_state_data(state)
@@ -171,7 +170,8 @@ def policy_views(user, names: list[str] | None = None) -> list[PolicyView]:
                                 filters_query(RequestFilters(states=LIVE_STATES, policy=state.name)),
                                 state.group in managed,
                                 budget_bar(burn_data(burns[state.name])) if state.name in burns else None,
-                                rules.get(state.name, ())))
+                                time_rule_lines(time_rules(config.policy[state.name]))
+                                if state.name in config.policy else ()))
     return views
 
 

@@ -116,8 +116,9 @@ def test_a_policy_states_its_time_rules_in_the_policy_form(page):  # R-48, R-49,
     form.get_by_role("textbox", name="Maximum wait (s)").fill("7200")
     form.get_by_role("textbox", name="Run limit (s)").fill("3600")
     form.get_by_role("combobox", name="At the limit").select_option(label="Queue it again")
-    form.get_by_role("checkbox", name="Requests must state a limit").check()
-    form.get_by_role("button", name="Save").click()
+    form.get_by_role("checkbox", name="Requests must state a limit").press("Space")
+    form.get_by_role("checkbox", name="Requests must state a limit").press("Enter")  # on a check box too, Enter saves
+    expect(form).to_be_hidden()
     save(page)
     expect(page.locator("#draft-state")).to_have_text("Draft saved")
     dev = saved_draft()["policies"][1]
@@ -132,9 +133,10 @@ def test_a_policy_states_its_time_rules_in_the_policy_form(page):  # R-48, R-49,
     form.get_by_role("textbox", name="Minimum run time (s)").fill("")
     form.get_by_role("textbox", name="Maximum wait (s)").fill("")
     form.get_by_role("textbox", name="Run limit (s)").fill("")
-    form.get_by_role("combobox", name="At the limit").select_option(label="End the request")
     form.get_by_role("checkbox", name="Requests must state a limit").uncheck()
-    form.get_by_role("button", name="Save").click()
+    form.get_by_role("combobox", name="At the limit").select_option(label="End the request")
+    form.get_by_role("combobox", name="At the limit").press("Enter")  # and in a select
+    expect(form).to_be_hidden()
     expect(page.locator("#draft-state")).to_have_text("Unsaved changes")
     save(page)
     expect(page.locator("#draft-state")).to_have_text("Draft saved")
